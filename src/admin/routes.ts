@@ -1,0 +1,215 @@
+// The control plane (DESIGN.md §2): the operator manages tenants and their API keys under
+// /admin/v1 with `Authorization: Bearer <operator token>` (ADMIN_TOKEN, or a token generated at
+// first start and stored as a hash). The `workspace` CLI talks to these routes over HTTP.
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DomainError } from '../domain/errors.js';
+import { ALL_SCOPES } from '../domain/scopes.js';
+import { TENANT_ID_PATTERN, type TenantService } from '../domain/tenants.js';
+import type { Authenticator } from '../http/auth.js';
+import { ERROR_CATALOGUE } from '../http/errors.js';
+import { sameDigest, sha256Hex } from '../lib/ids.js';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../operations/schemas.js';
+
+const Tenant = Type.Object(
+  { id: Type.String(), object: Type.Literal('tenant'), name: Type.String(), created_at: Timestamp },
+  { title: 'Tenant' },
+);
+
+const ApiKeyProperties = {
+  id: Uuid,
+  object: Type.Literal('api_key'),
+  tenant_id: Type.String(),
+  name: Type.String(),
+  prefix: Type.String({ description: 'The first characters of the secret, to recognise it.' }),
+  scopes: Type.Array(Type.String()),
+  status: Type.Union(['active', 'expired', 'locked', 'revoked'].map((s) => Type.Literal(s))),
+  expires_at: Nullable(Timestamp),
+  last_used_at: Nullable(Timestamp),
+  locked_at: Nullable(Timestamp),
+  revoked_at: Nullable(Timestamp),
+  created_at: Timestamp,
+};
+const ApiKey = Type.Object(ApiKeyProperties, { title: 'ApiKey' });
+const NewApiKey = Type.Object(
+  { ...ApiKeyProperties, secret: Type.String({ description: 'The key itself; shown in this answer only.' }) },
+  { title: 'NewApiKey' },
+);
+
+const TenantParams = Type.Object({ tenant_id: Type.String({ pattern: TENANT_ID_PATTERN }) });
+const KeyParams = Type.Object({ key_id: Uuid });
+
+function responses(success: Record<number, TSchema>, ...codes: (keyof typeof ERROR_CATALOGUE)[]) {
+  const out: Record<number, TSchema> = { ...success };
+  for (const code of ['bad_request', 'not_authenticated', 'validation_error', 'internal_error', ...codes] as const) {
+    out[ERROR_CATALOGUE[code].status] = Type.Ref('Error');
+  }
+  return out;
+}
+
+const common = { tags: ['Control plane'], security: [{ OperatorToken: [] }] };
+
+export function registerAdminRoutes(
+  app: FastifyInstance,
+  { tenants, authenticator, adminToken }: { tenants: TenantService; authenticator: Authenticator; adminToken?: string },
+): void {
+  const adminTokenHash = adminToken ? sha256Hex(adminToken) : undefined;
+
+  async function requireOperator(request: FastifyRequest): Promise<void> {
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match?.[1]) {
+      throw new DomainError('not_authenticated', 'No operator token: send `Authorization: Bearer <token>`.');
+    }
+    const hash = sha256Hex(match[1]);
+    if (adminTokenHash && sameDigest(hash, adminTokenHash)) return;
+    if (await tenants.hasOperatorToken(hash)) return;
+    throw new DomainError('invalid_api_key', 'The operator token is not valid.');
+  }
+
+  app.register(async (admin) => {
+    admin.addHook('onRequest', requireOperator);
+
+    admin.post(
+      '/admin/v1/tenants',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminCreateTenant',
+          summary: 'Create a tenant',
+          body: Type.Object(
+            {
+              tenant_id: Type.String({
+                pattern: TENANT_ID_PATTERN,
+                description: 'Lowercase letters, digits and hyphens; it becomes the host label.',
+              }),
+              name: Type.String({ minLength: 1, maxLength: 200 }),
+            },
+            { additionalProperties: false },
+          ),
+          response: responses({ 201: Tenant }, 'conflict', 'missing_required_parameter'),
+        },
+      },
+      async (request, reply) => {
+        const body = request.body as { tenant_id: string; name: string };
+        reply.code(201);
+        return tenants.createTenant(body);
+      },
+    );
+
+    admin.get(
+      '/admin/v1/tenants',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminListTenants',
+          summary: 'List tenants',
+          querystring: ListQuery,
+          response: responses({ 200: ListOf(Tenant) }),
+        },
+      },
+      async (request) => tenants.listTenants(request.query as { limit: number; cursor?: string }),
+    );
+
+    admin.get(
+      '/admin/v1/tenants/:tenant_id',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminGetTenant',
+          summary: 'Get a tenant',
+          params: TenantParams,
+          response: responses({ 200: Tenant }, 'not_found'),
+        },
+      },
+      async (request) => tenants.getTenant((request.params as { tenant_id: string }).tenant_id),
+    );
+
+    admin.post(
+      '/admin/v1/tenants/:tenant_id/api-keys',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminCreateApiKey',
+          summary: 'Create an API key',
+          description: `Scopes are taken from the fixed catalogue: ${ALL_SCOPES.join(', ')}. The secret is returned once.`,
+          params: TenantParams,
+          body: Type.Object(
+            {
+              name: Type.String({ minLength: 1, maxLength: 200 }),
+              scopes: Type.Array(Type.String(), { maxItems: ALL_SCOPES.length }),
+              expires_at: Type.Optional(Nullable(Timestamp)),
+            },
+            { additionalProperties: false },
+          ),
+          response: responses({ 201: NewApiKey }, 'not_found', 'missing_required_parameter'),
+        },
+      },
+      async (request, reply) => {
+        const { tenant_id } = request.params as { tenant_id: string };
+        const key = await tenants.createApiKey(tenant_id, request.body as { name: string; scopes: string[] });
+        reply.code(201);
+        return key;
+      },
+    );
+
+    admin.get(
+      '/admin/v1/tenants/:tenant_id/api-keys',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminListApiKeys',
+          summary: 'List the API keys of a tenant',
+          params: TenantParams,
+          querystring: ListQuery,
+          response: responses({ 200: ListOf(ApiKey) }, 'not_found'),
+        },
+      },
+      async (request) =>
+        tenants.listApiKeys(
+          (request.params as { tenant_id: string }).tenant_id,
+          request.query as { limit: number; cursor?: string },
+        ),
+    );
+
+    admin.get(
+      '/admin/v1/api-keys/:key_id',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminGetApiKey',
+          summary: 'Get an API key',
+          params: KeyParams,
+          response: responses({ 200: ApiKey }, 'not_found'),
+        },
+      },
+      async (request) => tenants.getApiKey((request.params as { key_id: string }).key_id),
+    );
+
+    for (const action of ['revoke', 'lock', 'unlock'] as const) {
+      admin.post(
+        `/admin/v1/api-keys/:key_id/${action}`,
+        {
+          schema: {
+            ...common,
+            operationId: `admin${action[0]?.toUpperCase()}${action.slice(1)}ApiKey`,
+            summary: `${action[0]?.toUpperCase()}${action.slice(1)} an API key`,
+            description:
+              action === 'revoke'
+                ? 'Revokes the key for good; it is refused everywhere within one second.'
+                : action === 'lock'
+                  ? 'Locks the key until it is unlocked; it is refused everywhere within one second.'
+                  : 'Unlocks a locked key. A revoked key cannot be unlocked (409).',
+            params: KeyParams,
+            response: responses({ 200: ApiKey }, 'not_found', 'conflict'),
+          },
+        },
+        async (request) => {
+          const key = await tenants.changeApiKeyState((request.params as { key_id: string }).key_id, action);
+          authenticator.forgetAll();
+          return key;
+        },
+      );
+    }
+  });
+}

@@ -1,0 +1,53 @@
+// The database handle: embedded PGlite (files under DATA_DIR, or in memory for tests) or
+// PostgreSQL through one pg pool. The same SQL and migrations serve both.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { PGliteDialect } from './pglite-dialect.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+// int8 (counts, sums) as numbers, as PGlite returns them.
+pg.types.setTypeParser(20, (value) => Number.parseInt(value, 10));
+
+export interface DatabaseOptions {
+  /** postgres:// URL; when absent, PGlite is used. */
+  url?: string | undefined;
+  /** PGlite data directory; when absent with no url, an in-memory database. */
+  dataDir?: string | undefined;
+  /** PostgreSQL schema to work in (tests isolate each run in its own). */
+  schema?: string | undefined;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (options.url) {
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  let pglite: PGlite;
+  if (options.dataDir) {
+    const dir = path.resolve(options.dataDir, 'pgdata');
+    mkdirSync(dir, { recursive: true });
+    pglite = new PGlite(dir);
+  } else {
+    pglite = new PGlite();
+  }
+  await pglite.waitReady;
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  return { db, kind: 'pglite', close: () => db.destroy() };
+}

@@ -1,0 +1,315 @@
+// Apps and their files: a commit applies file changes atomically (spec: Commit App Files).
+// `content: null` deletes a path; content equal to what is stored is no change and is not listed.
+import { sql } from 'kysely';
+import type { Db } from '../db/client.js';
+import { isUniqueViolation } from '../db/errors.js';
+import type { CommitFileChange } from '../db/schema.js';
+import { newId } from '../lib/ids.js';
+import { iso } from '../lib/time.js';
+import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from './errors.js';
+import { decodeIdCursor, type Page, toList } from './pagination.js';
+
+export interface AppRecord {
+  id: string;
+  object: 'app';
+  name: string;
+  description: string | null;
+  head_commit_id: string | null;
+  file_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AppCommitRecord {
+  id: string;
+  object: 'app_commit';
+  app_id: string;
+  message: string;
+  files: CommitFileChange[];
+  parent_id: string | null;
+  created_at: string;
+}
+
+export interface AppFileRecord {
+  object: 'app_file';
+  path: string;
+  content: string;
+  size: number;
+  commit_id: string;
+  updated_at: string;
+}
+
+export interface CommitInput {
+  message: string;
+  files: { path: string; content: string | null }[];
+}
+
+/** A path is relative, slash-separated, without empty, `.` or `..` segments or control characters. */
+function checkPath(path: string, param: string): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
+  if (/[\u0000-\u001f\u007f\\]/.test(path))
+    throw new ValidationError(param, `${param} contains a forbidden character.`);
+  const segments = path.split('/');
+  if (segments.some((s) => s === '' || s === '.' || s === '..')) {
+    throw new ValidationError(param, `${param} must be a relative path without empty, '.' or '..' segments.`);
+  }
+}
+
+type AppRow = {
+  id: string;
+  name: string;
+  description: string | null;
+  head_commit_id: string | null;
+  file_count: number;
+  created_at: Date;
+  updated_at: Date;
+};
+
+const toAppRecord = (row: AppRow): AppRecord => ({
+  id: row.id,
+  object: 'app',
+  name: row.name,
+  description: row.description,
+  head_commit_id: row.head_commit_id,
+  file_count: Number(row.file_count),
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+});
+
+export function createAppService({ db }: { db: Db }) {
+  function selectApps(tenantId: string) {
+    return db
+      .selectFrom('apps')
+      .select(['id', 'name', 'description', 'head_commit_id', 'created_at', 'updated_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('app_files')
+          .select(sql<number>`count(*)::int`.as('n'))
+          .whereRef('app_files.app_id', '=', 'apps.id')
+          .as('file_count'),
+      )
+      .where('tenant_id', '=', tenantId);
+  }
+
+  async function appId(tenantId: string, name: string): Promise<string> {
+    const row = await db
+      .selectFrom('apps')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    if (!row) throw new NotFoundError('app', name);
+    return row.id;
+  }
+
+  return {
+    async createApp(tenantId: string, input: { name: string; description?: string | undefined }): Promise<AppRecord> {
+      try {
+        const row = await db
+          .insertInto('apps')
+          .values({ id: newId(), tenant_id: tenantId, name: input.name, description: input.description ?? null })
+          .returning(['id', 'name', 'description', 'head_commit_id', 'created_at', 'updated_at'])
+          .executeTakeFirstOrThrow();
+        return toAppRecord({ ...row, file_count: 0 });
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new ConflictError(`An app named '${input.name}' already exists.`, 'name');
+        throw error;
+      }
+    },
+
+    async listApps(tenantId: string, page: Page) {
+      let query = selectApps(tenantId)
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1);
+      const after = decodeIdCursor(page.cursor);
+      if (after) query = query.where('id', '<', after);
+      const rows = (await query.execute()) as AppRow[];
+      return toList(rows, page, toAppRecord, (row) => row.id);
+    },
+
+    async getApp(tenantId: string, name: string): Promise<AppRecord> {
+      const row = (await selectApps(tenantId).where('name', '=', name).executeTakeFirst()) as AppRow | undefined;
+      if (!row) throw new NotFoundError('app', name);
+      return toAppRecord(row);
+    },
+
+    async deleteApp(tenantId: string, name: string) {
+      const row = await db
+        .deleteFrom('apps')
+        .where('tenant_id', '=', tenantId)
+        .where('name', '=', name)
+        .returning('id')
+        .executeTakeFirst();
+      if (!row) throw new NotFoundError('app', name);
+      return { id: row.id, object: 'deleted' as const, deleted: true };
+    },
+
+    /** Applies every change of the commit or none; the app row is locked so commits form a line. */
+    async commit(tenantId: string, name: string, input: CommitInput): Promise<AppCommitRecord> {
+      const seen = new Map<string, number>();
+      input.files.forEach((file, i) => {
+        const param = `files[${i}].path`;
+        checkPath(file.path, param);
+        const earlier = seen.get(file.path);
+        if (earlier !== undefined) throw new ValidationError(param, `${param} repeats files[${earlier}].path.`);
+        seen.set(file.path, i);
+      });
+
+      return db.transaction().execute(async (trx) => {
+        const app = await trx
+          .selectFrom('apps')
+          .select(['id', 'head_commit_id'])
+          .where('tenant_id', '=', tenantId)
+          .where('name', '=', name)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!app) throw new NotFoundError('app', name);
+
+        const existing = new Map(
+          (
+            await trx
+              .selectFrom('app_files')
+              .select(['path', 'content'])
+              .where('app_id', '=', app.id)
+              .where(
+                'path',
+                'in',
+                input.files.map((f) => f.path),
+              )
+              .execute()
+          ).map((row) => [row.path, row.content]),
+        );
+
+        const commitId = newId();
+        const changes: CommitFileChange[] = [];
+        const upserts: { path: string; content: string }[] = [];
+        const deletions: string[] = [];
+        input.files.forEach((file, i) => {
+          const current = existing.get(file.path);
+          if (file.content === null) {
+            if (current === undefined) {
+              throw new InvalidParametersError(`files[${i}].path`, `There is no file at '${file.path}' to delete.`);
+            }
+            deletions.push(file.path);
+            changes.push({ path: file.path, change: 'deleted' });
+          } else if (current !== file.content) {
+            upserts.push({ path: file.path, content: file.content });
+            changes.push({ path: file.path, change: current === undefined ? 'added' : 'modified' });
+          }
+        });
+
+        const now = new Date();
+        if (upserts.length > 0) {
+          await trx
+            .insertInto('app_files')
+            .values(
+              upserts.map((f) => ({
+                tenant_id: tenantId,
+                app_id: app.id,
+                path: f.path,
+                content: f.content,
+                size: Buffer.byteLength(f.content),
+                commit_id: commitId,
+                updated_at: now,
+              })),
+            )
+            .onConflict((oc) =>
+              oc.columns(['app_id', 'path']).doUpdateSet((eb) => ({
+                content: eb.ref('excluded.content'),
+                size: eb.ref('excluded.size'),
+                commit_id: eb.ref('excluded.commit_id'),
+                updated_at: eb.ref('excluded.updated_at'),
+              })),
+            )
+            .execute();
+        }
+        if (deletions.length > 0) {
+          await trx.deleteFrom('app_files').where('app_id', '=', app.id).where('path', 'in', deletions).execute();
+        }
+        const commit = await trx
+          .insertInto('app_commits')
+          .values({
+            id: commitId,
+            tenant_id: tenantId,
+            app_id: app.id,
+            message: input.message,
+            parent_id: app.head_commit_id,
+            files: JSON.stringify(changes),
+            created_at: now,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await trx
+          .updateTable('apps')
+          .set({ head_commit_id: commitId, updated_at: now })
+          .where('id', '=', app.id)
+          .where('tenant_id', '=', tenantId)
+          .execute();
+        return toCommitRecord(commit);
+      });
+    },
+
+    async listCommits(tenantId: string, name: string, page: Page) {
+      const id = await appId(tenantId, name);
+      let query = db
+        .selectFrom('app_commits')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('app_id', '=', id)
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1);
+      const after = decodeIdCursor(page.cursor);
+      if (after) query = query.where('id', '<', after);
+      return toList(await query.execute(), page, toCommitRecord, (row) => row.id);
+    },
+
+    /** Current files, in path order; the cursor is the last path returned. */
+    async listFiles(tenantId: string, name: string, page: Page) {
+      const id = await appId(tenantId, name);
+      let query = db
+        .selectFrom('app_files')
+        .select(['path', 'content', 'size', 'commit_id', 'updated_at'])
+        .where('tenant_id', '=', tenantId)
+        .where('app_id', '=', id)
+        .orderBy('path')
+        .limit(page.limit + 1);
+      if (page.cursor !== undefined) {
+        query = query.where('path', '>', Buffer.from(page.cursor, 'base64url').toString('utf8'));
+      }
+      return toList(
+        await query.execute(),
+        page,
+        (row): AppFileRecord => ({
+          object: 'app_file',
+          path: row.path,
+          content: row.content,
+          size: row.size,
+          commit_id: row.commit_id,
+          updated_at: iso(row.updated_at),
+        }),
+        (row) => row.path,
+      );
+    },
+  };
+}
+
+function toCommitRecord(row: {
+  id: string;
+  app_id: string;
+  message: string;
+  parent_id: string | null;
+  files: CommitFileChange[];
+  created_at: Date;
+}): AppCommitRecord {
+  return {
+    id: row.id,
+    object: 'app_commit',
+    app_id: row.app_id,
+    message: row.message,
+    files: row.files,
+    parent_id: row.parent_id,
+    created_at: iso(row.created_at),
+  };
+}
+
+export type AppService = ReturnType<typeof createAppService>;

@@ -1,0 +1,43 @@
+// Cursor pagination (DESIGN.md §5): `{object: "list", data, has_more, next_cursor}`, newest first.
+// Ids are UUID v7, so "newest first" is "id descending" and the cursor is the last id returned.
+import { isUuid } from '../lib/ids.js';
+import { ValidationError } from './errors.js';
+
+export interface Page {
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface List<T> {
+  object: 'list';
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+export function encodeCursor(value: string): string {
+  return Buffer.from(value, 'utf8').toString('base64url');
+}
+
+/** The id a cursor stands for; a cursor this service did not issue is a `validation_error`. */
+export function decodeIdCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const value = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!isUuid(value)) throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+  return value;
+}
+
+/**
+ * Builds a list from rows fetched with `limit + 1`: the extra row only tells that more exist.
+ */
+export function toList<R, T>(rows: R[], page: Page, toRecord: (row: R) => T, cursorOf: (row: R) => string): List<T> {
+  const hasMore = rows.length > page.limit;
+  const shown = hasMore ? rows.slice(0, page.limit) : rows;
+  const last = shown[shown.length - 1];
+  return {
+    object: 'list',
+    data: shown.map(toRecord),
+    has_more: hasMore,
+    next_cursor: hasMore && last !== undefined ? encodeCursor(cursorOf(last)) : null,
+  };
+}

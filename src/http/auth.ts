@@ -1,0 +1,114 @@
+// API-key authentication and tenancy (spec: Authentication; DESIGN.md §3).
+// Keys are looked up by the SHA-256 of the presented secret. Lookups are cached for under a
+// second, so a revoked or locked key is refused within one second on every instance while a
+// busy key costs no database round trip per request; `last_used_at` is written in batches.
+import { isIP } from 'node:net';
+import { DomainError } from '../domain/errors.js';
+import { allows, type Scope } from '../domain/scopes.js';
+import { keyStatus, type TenantService } from '../domain/tenants.js';
+import { sha256Hex } from '../lib/ids.js';
+
+export interface AuthContext {
+  tenantId: string;
+  keyId: string;
+  keyName: string;
+  scopes: string[];
+}
+
+interface CachedKey {
+  key: Awaited<ReturnType<TenantService['findKeyByHash']>>;
+  fetchedAt: number;
+}
+
+export const KEY_CACHE_TTL_MS = 900;
+const KEY_CACHE_MAX = 10_000;
+const USAGE_FLUSH_MS = 10_000;
+
+/**
+ * The tenant a request's Host names: `<tenant>.<BASE_DOMAIN>`. A bare host (BASE_DOMAIN itself,
+ * localhost, an IP address, or any other name) names none, and the key's tenant is used.
+ */
+export function tenantFromHost(hostHeader: string | undefined, baseDomain: string): string | undefined {
+  if (!hostHeader) return undefined;
+  let host = hostHeader.toLowerCase();
+  if (host.startsWith('[')) return undefined;
+  host = host.replace(/:\d+$/, '');
+  if (isIP(host) || host === baseDomain || host === 'localhost') return undefined;
+  const suffix = `.${baseDomain}`;
+  if (!host.endsWith(suffix)) return undefined;
+  return host.slice(0, -suffix.length) || undefined;
+}
+
+export function createAuthenticator({
+  tenants,
+  baseDomain,
+  onError,
+}: {
+  tenants: TenantService;
+  baseDomain: string;
+  onError: (error: unknown) => void;
+}) {
+  const cache = new Map<string, CachedKey>();
+  const used = new Set<string>();
+
+  const flush = async () => {
+    if (used.size === 0) return;
+    const ids = [...used];
+    used.clear();
+    try {
+      await tenants.touchApiKeys(ids);
+    } catch (error) {
+      onError(error);
+    }
+  };
+  const timer = setInterval(flush, USAGE_FLUSH_MS);
+  timer.unref();
+
+  async function lookup(secretHash: string) {
+    const now = Date.now();
+    const hit = cache.get(secretHash);
+    if (hit && now - hit.fetchedAt < KEY_CACHE_TTL_MS) return hit.key;
+    const key = await tenants.findKeyByHash(secretHash);
+    if (cache.size >= KEY_CACHE_MAX) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+    cache.delete(secretHash);
+    cache.set(secretHash, { key, fetchedAt: now });
+    return key;
+  }
+
+  return {
+    /** Who the request is: throws `not_authenticated` or `invalid_api_key`. */
+    async authenticate(apiKeyHeader: string | string[] | undefined, hostHeader: string | undefined) {
+      if (typeof apiKeyHeader !== 'string' || apiKeyHeader.trim() === '') {
+        throw new DomainError('not_authenticated', 'No API key: send one in the X-API-Key header.');
+      }
+      const key = await lookup(sha256Hex(apiKeyHeader.trim()));
+      const invalid = new DomainError('invalid_api_key', 'The API key is invalid, expired, locked or revoked.');
+      if (!key || keyStatus(key) !== 'active') throw invalid;
+      const hostTenant = tenantFromHost(hostHeader, baseDomain);
+      if (hostTenant !== undefined && hostTenant !== key.tenant_id) throw invalid;
+      used.add(key.id);
+      return { tenantId: key.tenant_id, keyId: key.id, keyName: key.name, scopes: key.scopes } satisfies AuthContext;
+    },
+
+    authorize(auth: AuthContext, required: Scope): void {
+      if (!allows(auth.scopes, required)) {
+        throw new DomainError('insufficient_scope', `This API key lacks the scope '${required}'.`);
+      }
+    },
+
+    /** Forgets cached lookups, so a key changed on this instance is judged afresh at once. */
+    forgetAll(): void {
+      cache.clear();
+    },
+
+    async close(): Promise<void> {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

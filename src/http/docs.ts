@@ -1,0 +1,67 @@
+// The service documents itself: the OpenAPI 3.1.0 document at /api/v1/openapi.json, an
+// interactive reference at /docs, and the error reference at /docs/errors that every error's
+// `doc_url` points into.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { ERROR_CATALOGUE } from './errors.js';
+
+export const API_VERSION = '1.0.0';
+
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Workspace API',
+        version: API_VERSION,
+        description:
+          'The public, multi-tenant HTTP API of the workspace of an AI support-agent platform. ' +
+          'Authenticate with an API key in `X-API-Key`; keys carry `<resource>:read` / `<resource>:write` scopes. ' +
+          'Errors: see /docs/errors.',
+      },
+      components: {
+        securitySchemes: {
+          ScopedAPIKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          OperatorToken: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
+  });
+}
+
+export async function registerDocsRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+
+  app.get('/docs/errors', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) => {
+    const rows = Object.entries(ERROR_CATALOGUE)
+      .map(
+        ([code, e]) =>
+          `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${e.status}</td>` +
+          `<td><code>${e.type}</code></td><td>${escapeHtml(e.condition)}</td></tr>`,
+      )
+      .join('\n');
+    reply.type('text/html; charset=utf-8');
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Workspace API — errors</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #d0d7de;padding:.5rem;text-align:left;vertical-align:top}
+tr:target{background:#fff8c5}code{font-size:90%}</style></head>
+<body><h1>Errors</h1>
+<p>Every error answers <code>{"error": {type, code, message, param, doc_url, event_id}}</code>.
+<code>param</code> names the parameter at fault as a path (<code>files[3].path</code>);
+<code>event_id</code> comes with <code>internal_error</code> and names the server log entry.</p>
+<table><thead><tr><th>code</th><th>status</th><th>type</th><th>when</th></tr></thead><tbody>
+${rows}
+</tbody></table></body></html>`;
+  });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
+}

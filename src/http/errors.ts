@@ -1,0 +1,256 @@
+// The one place errors become HTTP answers (spec: Errors; DESIGN.md §4). Every error body is
+// `{error: {type, code, message, param?, doc_url, event_id?}}`; the status and type come from the
+// code's entry in the catalogue, never from message text.
+import type { ErrorObject } from 'ajv';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isForeignKeyViolation, isInputRejected, isQueryCanceled, isUniqueViolation } from '../db/errors.js';
+import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { newId } from '../lib/ids.js';
+
+export type ErrorType =
+  | 'authentication_error'
+  | 'permission_error'
+  | 'invalid_request_error'
+  | 'rate_limit_error'
+  | 'api_error';
+
+export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorType; condition: string }> = {
+  not_authenticated: { status: 401, type: 'authentication_error', condition: 'No valid API key was supplied.' },
+  invalid_api_key: {
+    status: 401,
+    type: 'authentication_error',
+    condition: 'The key is invalid, expired, locked or revoked, or belongs to another tenant than the host names.',
+  },
+  insufficient_scope: {
+    status: 403,
+    type: 'permission_error',
+    condition: 'The key lacks the scope the operation needs. A write scope includes read access.',
+  },
+  not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    condition: 'The resource does not exist, was deleted, or belongs to another tenant; path ids are UUIDs.',
+  },
+  bad_request: {
+    status: 400,
+    type: 'invalid_request_error',
+    condition: 'Malformed request: invalid JSON, a body that is not an object, or an unsupported content type.',
+  },
+  validation_error: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A parameter failed validation (type, bounds, format, unknown field); `param` names it.',
+  },
+  missing_required_parameter: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A required body field is missing; `param` names it.',
+  },
+  invalid_parameters: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A value is well-formed but invalid here, e.g. a UUID naming nothing in this tenant.',
+  },
+  conflict: {
+    status: 409,
+    type: 'invalid_request_error',
+    condition:
+      'The name is taken, the resource is in a state that forbids the change, or an Idempotency-Key was reused.',
+  },
+  too_many_items: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A bulk operation sent more than 100 items (422 here; 413 is kept for body size).',
+  },
+  empty_items: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A bulk operation sent an empty items array; at least one is needed.',
+  },
+  ambiguous_addressing: {
+    status: 422,
+    type: 'invalid_request_error',
+    condition: 'A bulk operation addressed resources two ways (document_ids together with source_id and page_ids).',
+  },
+  creation_failed: { status: 500, type: 'api_error', condition: 'Internal failure on create; retry.' },
+  update_failed: { status: 500, type: 'api_error', condition: 'Internal failure on update; retry.' },
+  deletion_failed: { status: 500, type: 'api_error', condition: 'Internal failure on delete; retry.' },
+  export_failed: {
+    status: 500,
+    type: 'api_error',
+    condition: 'Internal failure on export; use a smaller date range or retry later.',
+  },
+  request_too_large: { status: 413, type: 'invalid_request_error', condition: 'The body exceeds the maximum size.' },
+  rate_limit_exceeded: {
+    status: 429,
+    type: 'rate_limit_error',
+    condition: 'Too many requests from this client IP; wait for the `Retry-After` seconds.',
+  },
+  concurrency_limit_exceeded: {
+    status: 429,
+    type: 'rate_limit_error',
+    condition: 'The MCP endpoint has too many simultaneous requests; wait for the `Retry-After` seconds.',
+  },
+  internal_error: {
+    status: 500,
+    type: 'api_error',
+    condition: 'An unexpected error; it was logged under `event_id`.',
+  },
+};
+
+export interface ErrorBody {
+  error: {
+    type: ErrorType;
+    code: ErrorCode;
+    message: string;
+    param?: string;
+    doc_url: string;
+    event_id?: string;
+  };
+}
+
+/** Public origin for `doc_url`: PUBLIC_URL, else the scheme and host the request came in on. */
+export function publicOrigin(request: FastifyRequest, configured: string | undefined): string {
+  if (configured) return configured;
+  const host = /^[A-Za-z0-9.:[\]-]+$/.test(request.host) ? request.host : 'localhost';
+  return `${request.protocol}://${host}`;
+}
+
+export function errorBody(
+  origin: string,
+  code: ErrorCode,
+  message: string,
+  param?: string,
+  eventId?: string,
+): { status: number; body: ErrorBody } {
+  const entry = ERROR_CATALOGUE[code];
+  return {
+    status: entry.status,
+    body: {
+      error: {
+        type: entry.type,
+        code,
+        message,
+        ...(param !== undefined ? { param } : {}),
+        doc_url: `${origin}/docs/errors#${code}`,
+        ...(eventId !== undefined ? { event_id: eventId } : {}),
+      },
+    },
+  };
+}
+
+/** `/files/3/path` → `files[3].path`. */
+export function toParamPath(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(segment) ? `[${segment}]` : out === '' ? segment : `.${segment}`;
+  }
+  return out;
+}
+
+const joinPath = (base: string, key: string) => (base === '' ? key : `${base}.${key}`);
+
+/** Maps the first schema violation of a request part to the spec's error. */
+export function fromValidation(part: string, error: ErrorObject): { code: ErrorCode; message: string; param?: string } {
+  const at = toParamPath(error.instancePath);
+  if (part === 'params') {
+    return { code: 'not_found', message: 'No such resource: the path does not name one.', param: at || undefined };
+  }
+  if (part === 'body' && at === '' && error.keyword === 'type') {
+    return { code: 'bad_request', message: 'The request body must be a JSON object.' };
+  }
+  if (error.keyword === 'required') {
+    const param = joinPath(at, String(error.params.missingProperty));
+    if (part === 'body')
+      return { code: 'missing_required_parameter', message: `Missing required parameter: ${param}.`, param };
+    return { code: 'validation_error', message: `Missing required parameter: ${param}.`, param };
+  }
+  if (error.keyword === 'additionalProperties') {
+    const param = joinPath(at, String(error.params.additionalProperty));
+    return { code: 'validation_error', message: `Unknown parameter: ${param}.`, param };
+  }
+  const param = at || undefined;
+  let detail = error.message ?? 'is invalid';
+  if (error.keyword === 'enum' && Array.isArray(error.params.allowedValues)) {
+    detail = `must be one of: ${error.params.allowedValues.join(', ')}`;
+  }
+  return { code: 'validation_error', message: `${param ?? part} ${detail}.`, param };
+}
+
+/** Fastify's own errors (content type, JSON, body size) in the spec's terms. */
+function fromFastify(error: FastifyError): { code: ErrorCode; message: string } | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'request_too_large', message: 'The request body exceeds the maximum size.' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'bad_request', message: 'Unsupported content type: request bodies must be application/json.' };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { code: 'bad_request', message: 'The Content-Length header does not match the body.' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { code: 'bad_request', message: 'The request body is not valid JSON.' };
+    default:
+      if (error.statusCode === 400 && error instanceof SyntaxError) {
+        return { code: 'bad_request', message: 'The request body is not valid JSON.' };
+      }
+      return undefined;
+  }
+}
+
+export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
+  const send = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    code: ErrorCode,
+    message: string,
+    param?: string,
+    eventId?: string,
+  ) => {
+    const { status, body } = errorBody(publicOrigin(request, publicUrl), code, message, param, eventId);
+    return reply.code(status).type('application/json; charset=utf-8').send(body);
+  };
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof DomainError) return send(request, reply, error.code, error.message, error.param);
+    if (error.validation && error.validation.length > 0) {
+      const first = error.validation[0] as ErrorObject;
+      const mapped = fromValidation(error.validationContext ?? 'body', first);
+      return send(request, reply, mapped.code, mapped.message, mapped.param);
+    }
+    const fastifyMapped = fromFastify(error);
+    if (fastifyMapped) return send(request, reply, fastifyMapped.code, fastifyMapped.message);
+    if (isUniqueViolation(error))
+      return send(request, reply, 'conflict', 'The resource conflicts with an existing one.');
+    if (isForeignKeyViolation(error)) {
+      return send(request, reply, 'invalid_parameters', 'A referenced resource does not exist.');
+    }
+    if (isInputRejected(error)) {
+      return send(
+        request,
+        reply,
+        'validation_error',
+        'A value could not be stored: it is malformed or too deeply nested.',
+      );
+    }
+    if (isQueryCanceled(error)) {
+      const eventId = newId();
+      request.log.error({ event_id: eventId, err: summarize(error) }, 'query canceled');
+      return send(request, reply, 'internal_error', 'The request took too long and was canceled.', undefined, eventId);
+    }
+    const eventId = newId();
+    request.log.error({ event_id: eventId, err: summarize(error) }, 'unexpected error');
+    return send(request, reply, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
+  );
+}
+
+/** What a log needs of an error, without query parameters or bodies that may hold user data. */
+export function summarize(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return { type: error.name, message: error.message, ...(code !== undefined ? { code } : {}), stack: error.stack };
+}

@@ -1,0 +1,103 @@
+// Idempotency-Key on POST (DESIGN.md §5): the first answer (any status below 500) is stored for
+// 24 h per tenant and replayed for a repeat with the same method, path and body; the same key
+// with another request answers 409 `conflict`, as does a repeat while the first is still running.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import type { Db } from '../db/client.js';
+import { ConflictError, ValidationError } from '../domain/errors.js';
+import { sha256Hex } from '../lib/ids.js';
+
+export const IDEMPOTENCY_TTL_HOURS = 24;
+const HEADER = 'idempotency-key';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotencyKey: string | null;
+  }
+}
+
+function requestHash(request: FastifyRequest): string {
+  return sha256Hex(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`);
+}
+
+export function registerIdempotency(app: FastifyInstance, db: Db, onError: (error: unknown) => void): void {
+  app.decorateRequest('idempotencyKey', null);
+
+  /** Reserves the key, or answers from what is stored. Runs after authentication and validation. */
+  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    const header = request.headers[HEADER];
+    if (request.method !== 'POST' || header === undefined || !request.auth) return;
+    if (typeof header !== 'string' || header.length === 0 || header.length > 255) {
+      throw new ValidationError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 characters.');
+    }
+    const tenantId = request.auth.tenantId;
+    const hash = requestHash(request);
+    // Reserve the key, taking over a record older than the retention window.
+    const reserved = await sql<{ key: string }>`
+      insert into idempotency_keys (tenant_id, key, request_hash, created_at)
+      values (${tenantId}, ${header}, ${hash}, now())
+      on conflict (tenant_id, key) do update
+        set request_hash = excluded.request_hash, status_code = null, content_type = null,
+            response_body = null, created_at = now()
+        where idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+      returning key`.execute(db);
+    if (reserved.rows.length > 0) {
+      request.idempotencyKey = header;
+      return;
+    }
+    const stored = await db
+      .selectFrom('idempotency_keys')
+      .select(['request_hash', 'status_code', 'content_type', 'response_body'])
+      .where('tenant_id', '=', tenantId)
+      .where('key', '=', header)
+      .executeTakeFirst();
+    if (!stored || stored.request_hash !== hash) {
+      throw new ConflictError(
+        'This Idempotency-Key was already used with a different request; use a new key.',
+        'Idempotency-Key',
+      );
+    }
+    if (stored.status_code === null) {
+      throw new ConflictError('A request with this Idempotency-Key is still being processed.', 'Idempotency-Key');
+    }
+    reply.header('idempotent-replayed', 'true');
+    reply.code(stored.status_code).type(stored.content_type ?? 'application/json; charset=utf-8');
+    return reply.send(stored.response_body);
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const key = request.idempotencyKey;
+    if (key === null || !request.auth) return payload;
+    request.idempotencyKey = null;
+    const where = { tenant: request.auth.tenantId, key };
+    try {
+      if (reply.statusCode >= 500 || typeof payload !== 'string') {
+        // Not stored: a retry with the same key runs again.
+        await db.deleteFrom('idempotency_keys').where('tenant_id', '=', where.tenant).where('key', '=', key).execute();
+      } else {
+        await db
+          .updateTable('idempotency_keys')
+          .set({
+            status_code: reply.statusCode,
+            content_type: String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8'),
+            response_body: payload,
+          })
+          .where('tenant_id', '=', where.tenant)
+          .where('key', '=', key)
+          .execute();
+      }
+    } catch (error) {
+      onError(error);
+    }
+    return payload;
+  });
+}
+
+/** Deletes records past the retention window. */
+export async function sweepIdempotencyKeys(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where(sql<boolean>`created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,156 @@
+// The operation registry (DESIGN.md §6): one definition per operation, from which come the
+// Fastify route (validation and serialization from the same TypeBox schemas), the OpenAPI
+// document and the MCP tools. Scope checks, tenant scoping and error mapping live here once.
+import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { ErrorCode } from '../domain/errors.js';
+import type { Scope } from '../domain/scopes.js';
+import type { Services } from '../domain/services.js';
+import type { AuthContext } from '../http/auth.js';
+import { ERROR_CATALOGUE } from '../http/errors.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface OperationContext<P, Q, B> {
+  tenantId: string;
+  auth: AuthContext;
+  params: P;
+  query: Q;
+  body: B;
+  services: Services;
+}
+
+/** A handler's answer with a status other than the operation's default (201 vs 200 on upsert). */
+export class WithStatus<T> {
+  constructor(
+    readonly status: number,
+    readonly body: T,
+  ) {}
+}
+export const withStatus = <T>(status: number, body: T) => new WithStatus(status, body);
+
+export interface OperationSpec<P extends TObject, Q extends TObject, B extends TSchema, R extends TSchema> {
+  /** camelCase; the MCP tool name is its snake_case form. */
+  id: string;
+  method: HttpMethod;
+  /** Fastify path syntax (`/api/v1/apps/:name`). */
+  path: string;
+  scope: Scope;
+  tag: string;
+  summary: string;
+  /** Written for people and models: what it does, when to use it, what it returns. */
+  description: string;
+  params?: P;
+  query?: Q;
+  body?: B;
+  response: R;
+  /** Success status; 200 unless stated. Other success statuses a handler may pick. */
+  status?: 200 | 201 | 202;
+  alsoStatus?: (200 | 201)[];
+  /** Error codes this operation can answer beyond the ones every operation can. */
+  errors?: ErrorCode[];
+  /** Deletes, clears, purges. */
+  destructive?: boolean;
+  /** Repeating the call with the same input changes nothing more. */
+  idempotent?: boolean;
+  handler: (ctx: OperationContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
+}
+
+export interface Operation {
+  id: string;
+  method: HttpMethod;
+  path: string;
+  scope: Scope;
+  tag: string;
+  summary: string;
+  description: string;
+  params?: TObject;
+  query?: TObject;
+  body?: TSchema;
+  response: TSchema;
+  status?: 200 | 201 | 202;
+  alsoStatus?: (200 | 201)[];
+  errors?: ErrorCode[];
+  destructive?: boolean;
+  idempotent?: boolean;
+  handler: (ctx: OperationContext<unknown, unknown, unknown>) => Promise<unknown>;
+}
+
+export function defineOperation<
+  P extends TObject = TObject<Record<string, never>>,
+  Q extends TObject = TObject<Record<string, never>>,
+  B extends TSchema = TSchema,
+  R extends TSchema = TSchema,
+>(spec: OperationSpec<P, Q, B, R>): Operation {
+  return spec as unknown as Operation;
+}
+
+export const toolName = (operationId: string) => operationId.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The error statuses an operation documents: every operation's, plus its own. */
+function errorStatuses(op: Operation): number[] {
+  const codes: ErrorCode[] = [
+    'bad_request',
+    'not_authenticated',
+    'insufficient_scope',
+    'validation_error',
+    'rate_limit_exceeded',
+    'internal_error',
+    ...(op.body ? (['request_too_large'] as const) : []),
+    ...(op.params ? (['not_found'] as const) : []),
+    ...(op.errors ?? []),
+  ];
+  return [...new Set(codes.map((code) => ERROR_CATALOGUE[code].status))].sort();
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    operation?: Operation;
+  }
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+}
+
+export function mountOperations(app: FastifyInstance, operations: Operation[], services: Services): void {
+  const ErrorRef = Type.Ref('Error');
+  for (const op of operations) {
+    const response: Record<number, TSchema> = { [op.status ?? 200]: op.response };
+    for (const status of op.alsoStatus ?? []) response[status] = op.response;
+    for (const status of errorStatuses(op)) response[status] = ErrorRef;
+    app.route({
+      method: op.method,
+      url: op.path,
+      config: { operation: op },
+      schema: {
+        operationId: op.id,
+        tags: [op.tag],
+        summary: op.summary,
+        description: `${op.description}\n\nRequires scope \`${op.scope}\`.`,
+        security: [{ ScopedAPIKeyAuth: [op.scope] }],
+        'x-required-scope': op.scope,
+        ...(op.params ? { params: op.params } : {}),
+        ...(op.query ? { querystring: op.query } : {}),
+        ...(op.body ? { body: op.body } : {}),
+        response,
+      },
+      handler: async (request, reply) => {
+        const auth = request.auth as AuthContext;
+        const result = await op.handler({
+          tenantId: auth.tenantId,
+          auth,
+          params: request.params,
+          query: request.query,
+          body: request.body,
+          services,
+        });
+        if (result instanceof WithStatus) {
+          reply.code(result.status);
+          return result.body;
+        }
+        reply.code(op.status ?? 200);
+        return result;
+      },
+    });
+  }
+}

@@ -1,0 +1,42 @@
+// Schemas shared by every area: ids, lists, the deleted acknowledgement, the error body.
+import { type TSchema, Type } from '@sinclair/typebox';
+
+export const Uuid = Type.String({ format: 'uuid', description: 'A UUID.' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' }),
+    cursor: Type.Optional(Type.String({ maxLength: 512, description: 'The `next_cursor` of the previous page.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ListOf = <T extends TSchema>(item: T) =>
+  Type.Object({
+    object: Type.Literal('list'),
+    data: Type.Array(item),
+    has_more: Type.Boolean(),
+    next_cursor: Nullable(Type.String()),
+  });
+
+export const Deleted = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('deleted'),
+  deleted: Type.Boolean(),
+});
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Object({
+      type: Type.String({ description: 'Error category.' }),
+      code: Type.String({ description: 'Machine-readable code; see /docs/errors.' }),
+      message: Type.String({ description: 'Human-readable text.' }),
+      param: Type.Optional(Type.String({ description: 'The parameter at fault, as a path (`files[3].path`).' })),
+      doc_url: Type.String({ description: 'Link to the code in the error reference.' }),
+      event_id: Type.Optional(Type.String({ description: 'On 500: identifies the server log entry.' })),
+    }),
+  },
+  { $id: 'Error', title: 'Error' },
+);

@@ -1,0 +1,136 @@
+// Builds the Fastify app from its parts; src/serve.ts is the process that listens.
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { registerAdminRoutes } from './admin/routes.js';
+import type { Config } from './config.js';
+import type { Db } from './db/client.js';
+import { createServices, type Services } from './domain/services.js';
+import { type Authenticator, createAuthenticator } from './http/auth.js';
+import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
+import { registerErrorHandling, summarize } from './http/errors.js';
+import { registerIdempotency } from './http/idempotency.js';
+import { registerRateLimit } from './http/rate-limit.js';
+import { newId } from './lib/ids.js';
+import { OPERATIONS } from './operations/index.js';
+import { mountOperations } from './operations/registry.js';
+import { ErrorSchema } from './operations/schemas.js';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  redis?: Redis | undefined;
+  /** Rate-limit key namespace in Redis (tests keep runs apart). */
+  redisNamespace?: string;
+}
+
+export interface App {
+  app: FastifyInstance;
+  services: Services;
+  authenticator: Authenticator;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function validatorCompilers() {
+  const shared = { allErrors: false, removeAdditional: false as const, useDefaults: true, strict: false };
+  // Bodies are taken as sent: `"true"` is not a boolean. Path and query strings are coerced.
+  const body = new Ajv({ ...shared, coerceTypes: false });
+  const strings = new Ajv({ ...shared, coerceTypes: 'array' as const });
+  addFormats.default(body);
+  addFormats.default(strings);
+  return { body, strings };
+}
+
+export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): Promise<App> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: {
+        paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'],
+        censor: '[redacted]',
+      },
+    },
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+    },
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  });
+
+  const ajv = validatorCompilers();
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema),
+  );
+
+  // An empty body reads as no body, so bodiless POSTs work whatever the client sends.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    jsonParser(request, text, done);
+  });
+
+  app.addSchema(ErrorSchema);
+  registerErrorHandling(app, config.publicUrl);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const services = createServices({ db });
+  const logError = (error: unknown) => app.log.error({ err: summarize(error) }, 'background write failed');
+  const authenticator = createAuthenticator({
+    tenants: services.tenants,
+    baseDomain: config.baseDomain,
+    onError: logError,
+  });
+  app.addHook('onClose', async () => authenticator.close());
+
+  await registerOpenApi(app);
+  await registerRateLimit(app, {
+    perMinute: config.rateLimitPerMinute,
+    redis,
+    ...(redisNamespace ? { namespace: redisNamespace } : {}),
+  });
+
+  // Authentication runs after the rate limit (onRequest) and before the body is read.
+  app.decorateRequest('auth', null);
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const operation = request.routeOptions.config.operation;
+    if (!operation) return payload;
+    const auth = await authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
+    authenticator.authorize(auth, operation.scope);
+    request.auth = auth;
+    return payload;
+  });
+  registerIdempotency(app, db, logError);
+
+  mountOperations(app, OPERATIONS, services);
+  registerAdminRoutes(app, {
+    tenants: services.tenants,
+    authenticator,
+    ...(config.adminToken ? { adminToken: config.adminToken } : {}),
+  });
+  await registerDocsRoutes(app);
+
+  app.get('/healthz', { schema: { hide: true }, config: { rateLimit: false } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
+    try {
+      await sql`select 1`.execute(db);
+      return { status: 'ready' };
+    } catch (error) {
+      request.log.warn({ err: summarize(error) }, 'database not reachable');
+      reply.code(503);
+      return { status: 'unavailable', reason: 'database not reachable' };
+    }
+  });
+
+  return { app, services, authenticator };
+}
