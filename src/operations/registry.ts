@@ -2,7 +2,7 @@
 // Fastify route (validation and serialization from the same TypeBox schemas), the OpenAPI
 // document and the MCP tools. Scope checks, tenant scoping and error mapping live here once.
 import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../domain/errors.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Services } from '../domain/services.js';
@@ -18,6 +18,11 @@ export interface OperationContext<P, Q, B> {
   query: Q;
   body: B;
   services: Services;
+  /**
+   * The HTTP exchange, for the few operations that answer other than with one JSON record
+   * (a Server-Sent Events stream). Absent when the operation runs as an MCP tool.
+   */
+  http?: { request: FastifyRequest; reply: FastifyReply };
 }
 
 /** A handler's answer with a status other than the operation's default (201 vs 200 on upsert). */
@@ -143,7 +148,10 @@ export function mountOperations(app: FastifyInstance, operations: Operation[], s
           query: request.query,
           body: request.body,
           services,
+          http: { request, reply },
         });
+        // A handler that streamed its answer has already sent it.
+        if (reply.sent) return reply;
         if (result instanceof WithStatus) {
           reply.code(result.status);
           return result.body;

@@ -1,0 +1,79 @@
+// Apps: create, list, commit files within the spec's bounds, history and current files.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ({ key } = await t.tenant());
+});
+afterAll(() => t.close());
+
+const commit = (app: string, body: unknown) =>
+  t.call({ method: 'POST', url: `/api/v1/apps/${app}/commits`, key, body });
+
+describe('apps', () => {
+  it('creates an app (201) and refuses a second with the same name (409 conflict, param name)', async () => {
+    const created = await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'site' } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ object: 'app', name: 'site', file_count: 0, head_commit_id: null });
+    expectError(
+      await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'site' } }),
+      409,
+      'conflict',
+      'name',
+    );
+  });
+
+  it('lists apps in the list shape', async () => {
+    const list = await t.call({ url: '/api/v1/apps', key });
+    expect(list.status).toBe(200);
+    expect(list.body).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
+    expect(list.body.data.map((a: { name: string }) => a.name)).toContain('site');
+  });
+
+  it('commits added, modified and deleted files and keeps the history as a line', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'hist' } });
+    const first = await commit('hist', {
+      message: 'first',
+      files: [
+        { path: 'index.html', content: '<h1>hi</h1>' },
+        { path: 'src/app.js', content: 'x' },
+      ],
+    });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ object: 'app_commit', message: 'first', parent_id: null });
+    expect(first.body.files).toEqual([
+      { path: 'index.html', change: 'added' },
+      { path: 'src/app.js', change: 'added' },
+    ]);
+    const second = await commit('hist', {
+      message: 'second',
+      files: [
+        { path: 'index.html', content: '<h1>hello</h1>' },
+        { path: 'src/app.js', content: null },
+        { path: 'same.txt', content: 'a' },
+      ],
+    });
+    expect(second.body.parent_id).toBe(first.body.id);
+    expect(second.body.files).toEqual([
+      { path: 'index.html', change: 'modified' },
+      { path: 'src/app.js', change: 'deleted' },
+      { path: 'same.txt', change: 'added' },
+    ]);
+    const third = await commit('hist', { message: 'no-op', files: [{ path: 'same.txt', content: 'a' }] });
+    expect(third.body.files).toEqual([]);
+
+    const files = await t.call({ url: '/api/v1/apps/hist/files', key });
+    expect(files.body.data.map((f: { path: string; content: string }) => [f.path, f.content])).toEqual([
+      ['index.html', '<h1>hello</h1>'],
+      ['same.txt', 'a'],
+    ]);
+    const commits = await t.call({ url: '/api/v1/apps/hist/commits', key });
+    expect(commits.body.data.map((c: { message: string }) => c.message)).toEqual(['no-op', 'second', 'first']);
+    const app = await t.call({ url: '/api/v1/apps/hist', key });
+    expect(app.body).toMatchObject({ head_commit_id: third.body.id, file_count: 2 });
+  });
+});

@@ -1,0 +1,133 @@
+// Shared fixtures: a real app on a fresh database for each test file (in-memory PGlite, or a
+// schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
+// set), tenants and keys made through the control plane, and requests through `inject`.
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { type Config, loadConfig } from '../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { type App, buildApp } from '../src/server.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestApp extends App {
+  config: Config;
+  database: DatabaseHandle;
+  /** A JSON request; `key` sets X-API-Key. */
+  call(options: CallOptions): Promise<CallResult>;
+  /** Creates a tenant and a key with the given scopes (every scope by default). */
+  tenant(scopes?: string[]): Promise<{ tenantId: string; key: string }>;
+  /** Another key of an existing tenant. */
+  key(tenantId: string, scopes: string[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface CallOptions {
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  key?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read JSON bodies loosely.
+  body: any;
+  text: string;
+}
+
+export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config = loadConfig({ LOG_LEVEL: 'silent', ADMIN_TOKEN, RATE_LIMIT_PER_MINUTE: '100000', ...env });
+  const schema = usingPostgres ? `test_${randomBytes(6).toString('hex')}` : undefined;
+  if (schema) {
+    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    await client.connect();
+    await client.query(`create schema ${schema}`);
+    await client.end();
+  }
+  const database = await openDatabase({ url: process.env.TEST_DATABASE_URL, schema });
+  await migrateToLatest(database.db);
+  const redis = process.env.TEST_REDIS_URL ? new Redis(process.env.TEST_REDIS_URL) : undefined;
+  const built = await buildApp({
+    config,
+    db: database.db,
+    redis,
+    redisNamespace: `test-rl-${randomBytes(4).toString('hex')}:`,
+  });
+  await built.app.ready();
+
+  const call = async ({ method = 'GET', url, key, body, headers = {} }: CallOptions): Promise<CallResult> => {
+    const response = await built.app.inject({
+      method,
+      url,
+      headers: { ...(key ? { 'x-api-key': key } : {}), ...headers },
+      ...(body !== undefined ? { payload: body as Record<string, unknown> } : {}),
+    });
+    let parsed: unknown;
+    try {
+      parsed = response.body ? JSON.parse(response.body) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.statusCode, headers: response.headers, body: parsed, text: response.body };
+  };
+
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const key = async (tenantId: string, scopes: string[]) => {
+    const created = await call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/api-keys`,
+      headers: admin,
+      body: { name: 'test', scopes },
+    });
+    if (created.status !== 201) throw new Error(`key: ${created.text}`);
+    return created.body.secret as string;
+  };
+
+  return {
+    ...built,
+    config,
+    database,
+    call,
+    key,
+    async tenant(scopes = ALL_SCOPES) {
+      const tenantId = `t-${randomBytes(5).toString('hex')}`;
+      const created = await call({
+        method: 'POST',
+        url: '/admin/v1/tenants',
+        headers: admin,
+        body: { tenant_id: tenantId, name: tenantId },
+      });
+      if (created.status !== 201) throw new Error(`tenant: ${created.text}`);
+      return { tenantId, key: await key(tenantId, scopes) };
+    },
+    async close() {
+      await built.app.close();
+      redis?.disconnect();
+      if (schema) {
+        const { sql } = await import('kysely');
+        await sql.raw(`drop schema ${schema} cascade`).execute(database.db);
+      }
+      await database.close();
+    },
+  };
+}
+
+/** Asserts the spec's error body; returns it for further checks. */
+export function expectError(result: CallResult, status: number, code: string, param?: string) {
+  const detail = `${result.status} ${result.text.slice(0, 300)}`;
+  if (result.status !== status) throw new Error(`expected ${status} ${code}, got ${detail}`);
+  const error = result.body?.error;
+  if (!error || error.code !== code) throw new Error(`expected code ${code}, got ${detail}`);
+  if (typeof error.message !== 'string' || error.message === '') throw new Error(`empty message: ${detail}`);
+  if (!String(error.doc_url).endsWith(`/docs/errors#${code}`)) throw new Error(`bad doc_url: ${detail}`);
+  if (param !== undefined && error.param !== param) throw new Error(`expected param ${param}, got ${detail}`);
+  return error;
+}
