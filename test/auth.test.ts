@@ -1,0 +1,292 @@
+// Authentication, tenancy and scopes (spec: Authentication; DESIGN.md §3) and the control plane
+// that manages tenants and keys (DESIGN.md §2).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tenantFromHost } from '../src/http/auth.js';
+import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+describe('API keys', () => {
+  it('a missing or empty X-API-Key answers 401 not_authenticated', async () => {
+    expectError(await t.call({ url: '/api/v1/apps' }), 401, 'not_authenticated');
+    expectError(await t.call({ url: '/api/v1/apps', headers: { 'x-api-key': '' } }), 401, 'not_authenticated');
+    const error = expectError(await t.call({ url: '/api/v1/apps' }), 401, 'not_authenticated');
+    expect(error.type).toBe('authentication_error');
+  });
+
+  it('an unknown key answers 401 invalid_api_key', async () => {
+    const error = expectError(await t.call({ url: '/api/v1/apps', key: 'wsk_not_a_key' }), 401, 'invalid_api_key');
+    expect(error.type).toBe('authentication_error');
+  });
+
+  it('the secret is shown once and stored only as a SHA-256 hash', async () => {
+    const { tenantId, key } = await t.tenant(['apps:read']);
+    expect(key).toMatch(/^wsk_/);
+    const rows = await t.database.db.selectFrom('api_keys').selectAll().where('tenant_id', '=', tenantId).execute();
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(key);
+    expect(rows[0]?.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+    const listed = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(listed.body.data[0]).toMatchObject({ prefix: key.slice(0, 12), status: 'active', scopes: ['apps:read'] });
+    expect(listed.text).not.toContain(key);
+  });
+
+  it('revoked, locked and expired keys answer 401 invalid_api_key; unlocking restores a locked key', async () => {
+    const { tenantId, key } = await t.tenant(['apps:read']);
+    expect((await t.call({ url: '/api/v1/apps', key })).status).toBe(200);
+    const keyId = (await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin })).body.data[0].id;
+
+    const locked = await t.call({ method: 'POST', url: `/admin/v1/api-keys/${keyId}/lock`, headers: admin });
+    expect(locked.body).toMatchObject({ status: 'locked' });
+    expectError(await t.call({ url: '/api/v1/apps', key }), 401, 'invalid_api_key');
+
+    const unlocked = await t.call({ method: 'POST', url: `/admin/v1/api-keys/${keyId}/unlock`, headers: admin });
+    expect(unlocked.body).toMatchObject({ status: 'active', locked_at: null });
+    expect((await t.call({ url: '/api/v1/apps', key })).status).toBe(200);
+
+    const revoked = await t.call({ method: 'POST', url: `/admin/v1/api-keys/${keyId}/revoke`, headers: admin });
+    expect(revoked.body).toMatchObject({ status: 'revoked' });
+    expectError(await t.call({ url: '/api/v1/apps', key }), 401, 'invalid_api_key');
+    expectError(
+      await t.call({ method: 'POST', url: `/admin/v1/api-keys/${keyId}/unlock`, headers: admin }),
+      409,
+      'conflict',
+    );
+
+    const expiring = await t.call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/api-keys`,
+      headers: admin,
+      body: { name: 'short', scopes: ['apps:read'], expires_at: new Date(Date.now() + 1500).toISOString() },
+    });
+    expect(expiring.status).toBe(201);
+    expect((await t.call({ url: '/api/v1/apps', key: expiring.body.secret })).status).toBe(200);
+    await sleep(1600);
+    expectError(await t.call({ url: '/api/v1/apps', key: expiring.body.secret }), 401, 'invalid_api_key');
+  });
+
+  it('a key changed in the database by another instance is refused within one second', async () => {
+    const { tenantId, key } = await t.tenant(['apps:read']);
+    expect((await t.call({ url: '/api/v1/apps', key })).status).toBe(200);
+    // Another instance revokes it: straight in the database, bypassing this instance's cache reset.
+    await t.database.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date() })
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    await sleep(1000);
+    expectError(await t.call({ url: '/api/v1/apps', key }), 401, 'invalid_api_key');
+  });
+
+  it('last use is recorded (in batches, off the request path)', async () => {
+    const { tenantId, key } = await t.tenant(['apps:read']);
+    await t.call({ url: '/api/v1/apps', key });
+    await t.authenticator.close(); // flushes the batch
+    const listed = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(listed.body.data[0].last_used_at).not.toBeNull();
+  });
+});
+
+describe('tenancy', () => {
+  it('reads the tenant from <tenant>.<BASE_DOMAIN>; bare hosts name none', () => {
+    expect(tenantFromHost('acme.localhost:8080', 'localhost')).toBe('acme');
+    expect(tenantFromHost('acme.api.example.com', 'api.example.com')).toBe('acme');
+    expect(tenantFromHost('api.example.com', 'api.example.com')).toBeUndefined();
+    expect(tenantFromHost('127.0.0.1:8080', 'example.com')).toBeUndefined();
+    expect(tenantFromHost('[::1]:8080', 'example.com')).toBeUndefined();
+    expect(tenantFromHost('localhost', 'example.com')).toBeUndefined();
+  });
+
+  it("a key sent to another tenant's host answers 401 invalid_api_key; its own host and bare hosts work", async () => {
+    const a = await t.tenant(['apps:read']);
+    const b = await t.tenant(['apps:read']);
+    expect(
+      (await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${a.tenantId}.localhost` } })).status,
+    ).toBe(200);
+    expect((await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: '127.0.0.1:8080' } })).status).toBe(200);
+    expectError(
+      await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${b.tenantId}.localhost` } }),
+      401,
+      'invalid_api_key',
+    );
+  });
+
+  it("another tenant's records are invisible: 404 on every id-bearing route, absent from lists", async () => {
+    const a = await t.tenant();
+    const b = await t.tenant();
+    await t.call({ method: 'POST', url: '/api/v1/apps', key: a.key, body: { name: 'secret-app' } });
+    await t.call({
+      method: 'POST',
+      url: '/api/v1/apps/secret-app/commits',
+      key: a.key,
+      body: { message: 'm', files: [{ path: 'f', content: 'x' }] },
+    });
+    const workflow = await t.call({ method: 'POST', url: '/api/v1/workflows', key: a.key, body: { name: 'refund' } });
+    const wf = workflow.body.id as string;
+
+    const idRoutes: [string, string, unknown?][] = [
+      ['GET', '/api/v1/apps/secret-app'],
+      ['DELETE', '/api/v1/apps/secret-app'],
+      ['GET', '/api/v1/apps/secret-app/commits'],
+      ['GET', '/api/v1/apps/secret-app/files'],
+      ['POST', '/api/v1/apps/secret-app/commits', { message: 'm', files: [{ path: 'g', content: 'y' }] }],
+      ['GET', `/api/v1/workflows/${wf}`],
+      ['PUT', `/api/v1/workflows/${wf}/enabled`, { enabled: true }],
+      ['DELETE', `/api/v1/workflows/${wf}`],
+    ];
+    for (const [method, url, body] of idRoutes) {
+      expectError(
+        await t.call({ method: method as 'GET', url, key: b.key, ...(body ? { body } : {}) }),
+        404,
+        'not_found',
+      );
+    }
+    expect((await t.call({ url: '/api/v1/apps', key: b.key })).body.data).toEqual([]);
+    expect((await t.call({ url: '/api/v1/workflows', key: b.key })).body.data).toEqual([]);
+    // And nothing changed for tenant A.
+    expect((await t.call({ url: `/api/v1/workflows/${wf}`, key: a.key })).body.enabled).toBe(false);
+    expect((await t.call({ url: '/api/v1/apps/secret-app', key: a.key })).body.file_count).toBe(1);
+  });
+});
+
+describe('scopes', () => {
+  it('a key without the scope answers 403 insufficient_scope', async () => {
+    const { key } = await t.tenant(['workflows:read']);
+    const error = expectError(await t.call({ url: '/api/v1/apps', key }), 403, 'insufficient_scope');
+    expect(error.type).toBe('permission_error');
+    expect(error.message).toContain('apps:read');
+  });
+
+  it('a read scope does not allow writes', async () => {
+    const { key } = await t.tenant(['apps:read']);
+    expectError(
+      await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'x' } }),
+      403,
+      'insufficient_scope',
+    );
+  });
+
+  it('a write scope includes read access for the same resource', async () => {
+    const { key } = await t.tenant(['apps:write']);
+    expect((await t.call({ url: '/api/v1/apps', key })).status).toBe(200);
+    expect((await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'w' } })).status).toBe(201);
+  });
+
+  it('scope is checked before the body is validated', async () => {
+    const { key } = await t.tenant(['apps:read']);
+    expectError(
+      await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { bogus: 1 } }),
+      403,
+      'insufficient_scope',
+    );
+  });
+});
+
+describe('control plane', () => {
+  it('needs the operator token: missing → not_authenticated, wrong → invalid_api_key', async () => {
+    expectError(await t.call({ url: '/admin/v1/tenants' }), 401, 'not_authenticated');
+    expectError(
+      await t.call({ url: '/admin/v1/tenants', headers: { authorization: 'Bearer nope' } }),
+      401,
+      'invalid_api_key',
+    );
+  });
+
+  it('creates tenants (201) and refuses a duplicate id (409) or a malformed one (422)', async () => {
+    const created = await t.call({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: admin,
+      body: { tenant_id: 'acme', name: 'Acme' },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: 'acme', object: 'tenant', name: 'Acme' });
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants',
+        headers: admin,
+        body: { tenant_id: 'acme', name: 'A' },
+      }),
+      409,
+      'conflict',
+      'tenant_id',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants',
+        headers: admin,
+        body: { tenant_id: 'Bad_Id', name: 'A' },
+      }),
+      422,
+      'validation_error',
+      'tenant_id',
+    );
+  });
+
+  it('refuses a scope outside the catalogue (422 naming it) and an expiry in the past', async () => {
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants/acme/api-keys',
+        headers: admin,
+        body: { name: 'k', scopes: ['apps:read', 'root:write'] },
+      }),
+      422,
+      'validation_error',
+      'scopes[1]',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants/acme/api-keys',
+        headers: admin,
+        body: { name: 'k', scopes: ['apps:read'], expires_at: '2000-01-01T00:00:00.000Z' },
+      }),
+      422,
+      'validation_error',
+      'expires_at',
+    );
+  });
+
+  it('creates a key with its fields and the secret once; unknown tenant or key → 404', async () => {
+    const created = await t.call({
+      method: 'POST',
+      url: '/admin/v1/tenants/acme/api-keys',
+      headers: admin,
+      body: { name: 'ci', scopes: ['apps:write'] },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ object: 'api_key', name: 'ci', scopes: ['apps:write'], expires_at: null });
+    expect(created.body.secret).toMatch(/^wsk_/);
+    const fetched = await t.call({ url: `/admin/v1/api-keys/${created.body.id}`, headers: admin });
+    expect(fetched.body.secret).toBeUndefined();
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants/nobody/api-keys',
+        headers: admin,
+        body: { name: 'k', scopes: [] },
+      }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/api-keys/00000000-0000-7000-8000-000000000000/revoke',
+        headers: admin,
+      }),
+      404,
+      'not_found',
+    );
+  });
+});

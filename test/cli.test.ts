@@ -1,0 +1,148 @@
+// The process a newcomer runs (DESIGN.md §1–2): `workspace serve` on an embedded database seeds
+// the demo tenant once, the `workspace` CLI manages tenants and keys over the control plane,
+// SIGTERM stops the server cleanly, `workspace migrate` runs migrations, bad config stops the start.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const BIN = path.resolve('bin/workspace.js');
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-cli-'));
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+    server.on('error', reject);
+  });
+}
+
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function serve(env: Record<string, string>) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+  });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (d) => {
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+  return { child, url, output: () => output, exited };
+}
+
+describe('workspace serve and the CLI', () => {
+  let operatorToken = '';
+  let demoKey = '';
+
+  it('first start on an empty embedded database prints an operator token and a demo key with every scope', async () => {
+    const server = await serve({});
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      operatorToken = /Operator token[^:]*: (wso_\S+)/.exec(server.output())?.[1] ?? '';
+      demoKey = /Demo API key[^:]*: (wsk_\S+)/.exec(server.output())?.[1] ?? '';
+      expect(operatorToken).not.toBe('');
+      expect(demoKey).not.toBe('');
+      expect(server.output()).toContain('Demo tenant: demo');
+      const apps = await fetch(`${server.url}/api/v1/apps`, { headers: { 'x-api-key': demoKey } });
+      expect(apps.status).toBe(200);
+      const wf = await fetch(`${server.url}/api/v1/workflows`, { headers: { 'x-api-key': demoKey } });
+      expect(wf.status).toBe(200);
+
+      const env = { WORKSPACE_URL: server.url, ADMIN_TOKEN: operatorToken };
+      const tenant = await run(['tenants', 'create', 'cli-co', '--name', 'CLI Co', '--json'], env);
+      expect(tenant.code).toBe(0);
+      expect(JSON.parse(tenant.stdout)).toMatchObject({ id: 'cli-co', object: 'tenant' });
+
+      const created = await run(['keys', 'create', 'cli-co', '--name', 'ci', '--scopes', 'apps:read', '--json'], env);
+      expect(created.code).toBe(0);
+      const key = JSON.parse(created.stdout);
+      expect(key.secret).toMatch(/^wsk_/);
+      expect((await fetch(`${server.url}/api/v1/apps`, { headers: { 'x-api-key': key.secret } })).status).toBe(200);
+
+      const listed = await run(['keys', 'list', 'cli-co'], env);
+      expect(listed.stdout).toContain(key.prefix);
+      expect(listed.stdout).toContain('active');
+
+      const revoked = await run(['keys', 'revoke', key.id], env);
+      expect(revoked.code).toBe(0);
+      expect(revoked.stdout).toContain('revoked');
+      expect((await fetch(`${server.url}/api/v1/apps`, { headers: { 'x-api-key': key.secret } })).status).toBe(401);
+
+      const refused = await run(['keys', 'create', 'cli-co', '--name', 'x', '--scopes', 'root:all'], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('validation_error');
+
+      const noToken = await run(['tenants', 'list'], { WORKSPACE_URL: server.url, ADMIN_TOKEN: '' });
+      expect(noToken.code).toBe(1);
+      expect(noToken.stderr).toContain('operator token');
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited, server.output()).toBe(0);
+    }
+  });
+
+  it('a second start keeps the data and prints no new secrets', async () => {
+    const server = await serve({});
+    try {
+      expect(server.output()).not.toContain('Demo API key');
+      expect((await fetch(`${server.url}/api/v1/apps`, { headers: { 'x-api-key': demoKey } })).status).toBe(200);
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited, server.output()).toBe(0);
+    }
+  });
+
+  it('workspace migrate reports the database up to date', async () => {
+    const result = await run(['migrate', '--json'], { DATA_DIR: dataDir });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ applied: [] });
+  });
+
+  it('a bad setting stops the start with a one-line reason naming the variable', async () => {
+    const result = await run(['serve'], { DATA_DIR: dataDir, PORT: 'eighty' });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain('PORT');
+  });
+});

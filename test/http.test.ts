@@ -1,0 +1,348 @@
+// The HTTP contract every operation shares (spec: Errors, Limits; DESIGN.md §4–5): the error
+// body, malformed input, bounds, limits, request ids, rate limiting and Idempotency-Key.
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ({ key } = await t.tenant());
+  await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'web' } });
+});
+afterAll(() => t.close());
+
+const commit = (body: unknown, headers: Record<string, string> = {}) =>
+  t.call({ method: 'POST', url: '/api/v1/apps/web/commits', key, body, headers });
+const file = { path: 'a.txt', content: 'x' };
+
+describe('malformed requests', () => {
+  it('invalid JSON answers 400 bad_request', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(r, 400, 'bad_request');
+  });
+
+  it('a content type other than JSON answers 400 bad_request', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expectError(r, 400, 'bad_request');
+  });
+
+  it('a body that is not a JSON object answers 400 bad_request', async () => {
+    expectError(await t.call({ method: 'POST', url: '/api/v1/apps', key, body: [1, 2] }), 400, 'bad_request');
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/api/v1/apps',
+        key,
+        body: '',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'bad_request',
+    );
+  });
+
+  it('__proto__ keys are refused, not merged', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: '{"name":"p","__proto__":{"admin":true}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(r, 400, 'bad_request');
+  });
+
+  it('an unknown route answers 404 not_found with the error body', async () => {
+    expectError(await t.call({ url: '/api/v1/nothing-here', key }), 404, 'not_found');
+  });
+
+  it('a path id that is not a UUID answers 404 not_found', async () => {
+    expectError(await t.call({ url: '/api/v1/workflows/not-a-uuid', key }), 404, 'not_found');
+  });
+});
+
+describe('validation (spec: Commit App Files bounds)', () => {
+  it('a missing required field answers 422 missing_required_parameter naming it', async () => {
+    expectError(await commit({ files: [file] }), 422, 'missing_required_parameter', 'message');
+    expectError(await commit({ message: 'm' }), 422, 'missing_required_parameter', 'files');
+    expectError(
+      await commit({ message: 'm', files: [{ content: 'x' }] }),
+      422,
+      'missing_required_parameter',
+      'files[0].path',
+    );
+  });
+
+  it('message must be 1 to 500 characters', async () => {
+    expectError(await commit({ message: '', files: [file] }), 422, 'validation_error', 'message');
+    expectError(await commit({ message: 'x'.repeat(501), files: [file] }), 422, 'validation_error', 'message');
+    expect((await commit({ message: 'x'.repeat(500), files: [file] })).status).toBe(200);
+  });
+
+  it('files must hold 1 to 200 items', async () => {
+    expectError(await commit({ message: 'm', files: [] }), 422, 'validation_error', 'files');
+    const many = Array.from({ length: 201 }, (_, i) => ({ path: `f${i}`, content: 'x' }));
+    expectError(await commit({ message: 'm', files: many }), 422, 'validation_error', 'files');
+    expect((await commit({ message: 'm', files: many.slice(0, 200) })).status).toBe(200);
+  });
+
+  it('a path is at most 200 characters, and content is a string or null', async () => {
+    expectError(
+      await commit({ message: 'm', files: [file, { path: 'p'.repeat(201), content: 'x' }] }),
+      422,
+      'validation_error',
+      'files[1].path',
+    );
+    expectError(
+      await commit({ message: 'm', files: [{ path: 'a', content: 5 }] }),
+      422,
+      'validation_error',
+      'files[0].content',
+    );
+  });
+
+  it('an unknown body field answers 422 validation_error naming it', async () => {
+    expectError(await commit({ message: 'm', files: [file], force: true }), 422, 'validation_error', 'force');
+    expectError(
+      await commit({ message: 'm', files: [{ ...file, mode: '755' }] }),
+      422,
+      'validation_error',
+      'files[0].mode',
+    );
+  });
+
+  it('body values are not coerced: "true" is not a boolean', async () => {
+    const wf = await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'coerce' } });
+    expectError(
+      await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.body.id}/enabled`, key, body: { enabled: 'true' } }),
+      422,
+      'validation_error',
+      'enabled',
+    );
+  });
+
+  it('query parameters are validated: limit 1–100, cursors this API issued', async () => {
+    expectError(await t.call({ url: '/api/v1/apps?limit=0', key }), 422, 'validation_error', 'limit');
+    expectError(await t.call({ url: '/api/v1/apps?limit=101', key }), 422, 'validation_error', 'limit');
+    expectError(await t.call({ url: '/api/v1/apps?cursor=bogus', key }), 422, 'validation_error', 'cursor');
+  });
+
+  it('paths with .. or empty segments are refused', async () => {
+    expectError(
+      await commit({ message: 'm', files: [{ path: '../etc/passwd', content: 'x' }] }),
+      422,
+      'validation_error',
+      'files[0].path',
+    );
+    expectError(
+      await commit({ message: 'm', files: [{ path: 'a//b', content: 'x' }] }),
+      422,
+      'validation_error',
+      'files[0].path',
+    );
+  });
+});
+
+describe('pagination', () => {
+  it('walks a list page by page with next_cursor until has_more is false', async () => {
+    const { key: k } = await t.tenant(['apps:write']);
+    for (let i = 0; i < 5; i++) await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: `p${i}` } });
+    const seen: string[] = [];
+    let url = '/api/v1/apps?limit=2';
+    for (;;) {
+      const page = await t.call({ url, key: k });
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((a: { name: string }) => a.name));
+      if (!page.body.has_more) {
+        expect(page.body.next_cursor).toBeNull();
+        break;
+      }
+      url = `/api/v1/apps?limit=2&cursor=${page.body.next_cursor}`;
+    }
+    expect(seen).toEqual(['p4', 'p3', 'p2', 'p1', 'p0']);
+  });
+});
+
+describe('request ids and logs', () => {
+  it('every answer carries X-Request-Id, echoing a well-formed incoming one', async () => {
+    const fresh = await t.call({ url: '/api/v1/apps', key });
+    expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const echoed = await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': 'trace-123' } });
+    expect(echoed.headers['x-request-id']).toBe('trace-123');
+    const refused = await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': 'bad id\u0001' } });
+    expect(refused.headers['x-request-id']).not.toBe('bad id\u0001');
+    expect((await t.call({ url: '/nowhere' })).headers['x-request-id']).toBeTruthy();
+  });
+});
+
+describe('unexpected failures', () => {
+  it('answer 500 internal_error with an event_id that the log carries, and no stack trace', async () => {
+    const lines: string[] = [];
+    const logStream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const broken = await startTestApp({ LOG_LEVEL: 'info' }, { logStream });
+    try {
+      const { key: k } = await broken.tenant(['workflows:read']);
+      const { sql } = await import('kysely');
+      await sql`drop table workflows`.execute(broken.database.db);
+      const r = await broken.call({ url: '/api/v1/workflows', key: k });
+      const error = expectError(r, 500, 'internal_error');
+      expect(error.type).toBe('api_error');
+      expect(error.event_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(r.text).not.toMatch(/at .*\.ts:\d+/);
+      expect(r.text).not.toContain('workflows" does not exist');
+      const logged = lines.find((line) => line.includes(error.event_id));
+      expect(logged).toBeDefined();
+      expect(JSON.parse(logged as string).level).toBe(50);
+      expect(lines.join('')).not.toContain(k);
+    } finally {
+      await broken.close();
+    }
+  });
+});
+
+describe('limits', () => {
+  it('a body over BODY_LIMIT_BYTES answers 413 request_too_large', async () => {
+    const small = await startTestApp({ BODY_LIMIT_BYTES: '2048' });
+    try {
+      const { key: k } = await small.tenant(['apps:write']);
+      await small.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'big' } });
+      const r = await small.call({
+        method: 'POST',
+        url: '/api/v1/apps/big/commits',
+        key: k,
+        body: { message: 'm', files: [{ path: 'a', content: 'x'.repeat(4096) }] },
+      });
+      expectError(r, 413, 'request_too_large');
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('rate limit: RateLimit-* headers on every answer, then 429 rate_limit_exceeded with Retry-After', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const { key: k } = await limited.tenant(['apps:read']);
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await limited.call({ url: '/api/v1/apps', key: k }));
+      // tenant() itself used the control plane from the same address: count from the headers.
+      const first = answers[0];
+      expect(first?.headers['ratelimit-limit']).toBe('3');
+      expect(Number(first?.headers['ratelimit-reset'])).toBeGreaterThan(0);
+      const refused = answers.find((a) => a.status === 429);
+      expect(refused).toBeDefined();
+      const error = expectError(refused as never, 429, 'rate_limit_exceeded');
+      expect(error.type).toBe('rate_limit_error');
+      expect(String(refused?.headers['retry-after'])).toMatch(/^\d+$/);
+      expect(refused?.headers['ratelimit-remaining']).toBe('0');
+      // Health and docs stay reachable for probes.
+      expect((await limited.call({ url: '/healthz' })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it.runIf(Boolean(process.env.TEST_REDIS_URL))('with Redis, instances share one rate-limit budget', async () => {
+    const namespace = `shared-${Date.now()}:`;
+    const one = await startTestApp({ RATE_LIMIT_PER_MINUTE: '6' }, { redisNamespace: namespace });
+    const two = await startTestApp({ RATE_LIMIT_PER_MINUTE: '6' }, { redisNamespace: namespace });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 4; i++) {
+        statuses.push((await one.call({ url: '/api/v1/apps' })).status);
+        statuses.push((await two.call({ url: '/api/v1/apps' })).status);
+      }
+      // 8 requests against a shared budget of 6: the last two are refused; apart, none would be.
+      expect(statuses.filter((s) => s === 429)).toHaveLength(2);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('replays the first answer for a repeat with the same body, creating nothing more', async () => {
+    const { key: k } = await t.tenant(['apps:write']);
+    const headers = { 'idempotency-key': 'create-once' };
+    const first = await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'once' }, headers });
+    const again = await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'once' }, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect((await t.call({ url: '/api/v1/apps', key: k })).body.data).toHaveLength(1);
+  });
+
+  it('the same key with a different body answers 409 conflict', async () => {
+    const { key: k } = await t.tenant(['apps:write']);
+    const headers = { 'idempotency-key': 'k-1' };
+    await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'a1' }, headers });
+    expectError(
+      await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'a2' }, headers }),
+      409,
+      'conflict',
+      'Idempotency-Key',
+    );
+  });
+
+  it('error answers are replayed too, and keys belong to one tenant', async () => {
+    const a = await t.tenant(['apps:write']);
+    const b = await t.tenant(['apps:write']);
+    const headers = { 'idempotency-key': 'shared-key' };
+    await t.call({ method: 'POST', url: '/api/v1/apps', key: a.key, body: { name: 'dup' } });
+    const conflict = await t.call({ method: 'POST', url: '/api/v1/apps', key: a.key, body: { name: 'dup' }, headers });
+    expectError(conflict, 409, 'conflict', 'name');
+    const replay = await t.call({ method: 'POST', url: '/api/v1/apps', key: a.key, body: { name: 'dup' }, headers });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(conflict.body);
+    const other = await t.call({ method: 'POST', url: '/api/v1/apps', key: b.key, body: { name: 'dup' }, headers });
+    expect(other.status).toBe(201);
+  });
+
+  it('a key over 255 characters answers 422 naming the header', async () => {
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/api/v1/apps',
+        key,
+        body: { name: 'z' },
+        headers: { 'idempotency-key': 'k'.repeat(256) },
+      }),
+      422,
+      'validation_error',
+      'Idempotency-Key',
+    );
+  });
+});
+
+describe('meta endpoints', () => {
+  it('/healthz and /readyz answer without a key; /docs/errors lists every code with an anchor', async () => {
+    expect((await t.call({ url: '/healthz' })).body).toEqual({ status: 'ok' });
+    expect((await t.call({ url: '/readyz' })).body).toEqual({ status: 'ready' });
+    const page = await t.call({ url: '/docs/errors' });
+    expect(page.status).toBe(200);
+    for (const code of ['not_authenticated', 'too_many_items', 'ambiguous_addressing', 'concurrency_limit_exceeded']) {
+      expect(page.text).toContain(`id="${code}"`);
+    }
+  });
+});

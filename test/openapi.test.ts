@@ -1,0 +1,65 @@
+// The OpenAPI document (spec: Versioning; DESIGN.md §6): valid OpenAPI 3.1.0, version 1.0.0,
+// the ScopedAPIKeyAuth scheme, every registry operation with its scope and error answers.
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../src/operations/index.js';
+import { startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+// biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
+let doc: any;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  const r = await t.call({ url: '/api/v1/openapi.json' });
+  expect(r.status).toBe(200);
+  doc = r.body;
+});
+afterAll(() => t.close());
+
+const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
+
+describe('OpenAPI document', () => {
+  it('validates as OpenAPI 3.1 with info.version 1.0.0', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.0.0');
+    const result = await new Validator().validate(structuredClone(doc));
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('declares the ScopedAPIKeyAuth scheme (apiKey in the X-API-Key header)', () => {
+    expect(doc.components.securitySchemes.ScopedAPIKeyAuth).toEqual({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+    });
+  });
+
+  it('documents every registry operation under /api/v1 with its scope and its error answers', () => {
+    expect(OPERATIONS.length).toBeGreaterThan(0);
+    for (const op of OPERATIONS) {
+      expect(op.path.startsWith('/api/v1/')).toBe(true);
+      const entry = doc.paths[openApiPath(op.path)]?.[op.method.toLowerCase()];
+      expect(entry, `${op.method} ${op.path}`).toBeDefined();
+      expect(entry.operationId).toBe(op.id);
+      expect(entry.security).toEqual([{ ScopedAPIKeyAuth: [op.scope] }]);
+      for (const status of ['401', '403', '422', '429', '500']) {
+        expect(entry.responses[status], `${op.id} ${status}`).toBeDefined();
+      }
+      if (op.params) expect(entry.responses['404'], `${op.id} 404`).toBeDefined();
+      expect(entry.responses[String(op.status ?? 200)]).toBeDefined();
+    }
+  });
+
+  it('operation ids are unique', () => {
+    const ids = OPERATIONS.map((op) => op.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('serves the docs page at /docs', async () => {
+    const page = await t.call({ url: '/docs/' });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('swagger');
+  });
+});

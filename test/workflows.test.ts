@@ -1,0 +1,114 @@
+// Workflows (spec: States, workflow enabled flag): created disabled, toggled with PUT .../enabled.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ({ key } = await t.tenant(['workflows:write']));
+});
+afterAll(() => t.close());
+
+describe('workflows', () => {
+  it('are created disabled (201) with their fields', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      key,
+      body: {
+        name: 'refund_order',
+        description: 'Refund an order',
+        trigger_phrases: ['refund'],
+        input_schema: { type: 'object', properties: { order_id: { type: 'string' } } },
+      },
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({
+      object: 'workflow',
+      name: 'refund_order',
+      enabled: false,
+      trigger_phrases: ['refund'],
+    });
+    expect(r.body.input_schema.properties.order_id.type).toBe('string');
+  });
+
+  it('PUT /workflows/{id}/enabled sets the flag to the sent boolean, and reading it shows the change', async () => {
+    const wf = (await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'toggle' } })).body;
+    const on = await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.id}/enabled`, key, body: { enabled: true } });
+    expect(on.status).toBe(200);
+    expect(on.body).toMatchObject({ id: wf.id, object: 'workflow', enabled: true });
+    expect((await t.call({ url: `/api/v1/workflows/${wf.id}`, key })).body.enabled).toBe(true);
+    const again = await t.call({
+      method: 'PUT',
+      url: `/api/v1/workflows/${wf.id}/enabled`,
+      key,
+      body: { enabled: true },
+    });
+    expect(again.body.enabled).toBe(true);
+    const off = await t.call({
+      method: 'PUT',
+      url: `/api/v1/workflows/${wf.id}/enabled`,
+      key,
+      body: { enabled: false },
+    });
+    expect(off.body.enabled).toBe(false);
+    const enabledOnly = await t.call({ url: '/api/v1/workflows?enabled=true', key });
+    expect(enabledOnly.body.data.map((w: { id: string }) => w.id)).not.toContain(wf.id);
+  });
+
+  it('enabled is required and must be a boolean', async () => {
+    const wf = (await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'strict' } })).body;
+    expectError(
+      await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.id}/enabled`, key, body: {} }),
+      422,
+      'missing_required_parameter',
+      'enabled',
+    );
+    expectError(
+      await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.id}/enabled`, key, body: { enabled: 1 } }),
+      422,
+      'validation_error',
+      'enabled',
+    );
+  });
+
+  it('an unknown workflow answers 404; a duplicate name 409; an invalid input_schema 422', async () => {
+    expectError(
+      await t.call({
+        method: 'PUT',
+        url: '/api/v1/workflows/00000000-0000-7000-8000-000000000000/enabled',
+        key,
+        body: { enabled: true },
+      }),
+      404,
+      'not_found',
+    );
+    await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'dup' } });
+    expectError(
+      await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'dup' } }),
+      409,
+      'conflict',
+      'name',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/api/v1/workflows',
+        key,
+        body: { name: 'bad', input_schema: { type: 'nonsense' } },
+      }),
+      422,
+      'validation_error',
+      'input_schema',
+    );
+  });
+
+  it('delete answers the deleted acknowledgement, then 404', async () => {
+    const wf = (await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'gone' } })).body;
+    const r = await t.call({ method: 'DELETE', url: `/api/v1/workflows/${wf.id}`, key });
+    expect(r.body).toEqual({ id: wf.id, object: 'deleted', deleted: true });
+    expectError(await t.call({ url: `/api/v1/workflows/${wf.id}`, key }), 404, 'not_found');
+  });
+});
