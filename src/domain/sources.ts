@@ -1,0 +1,385 @@
+// Knowledge sources and their sync (spec: Update Source, Sync Source; DESIGN.md §5, §7).
+// A sync runs on the durable job queue. `sync_status`:
+//   never_synced → pending (a sync is queued) → syncing (a worker runs it) → synced | failed
+// with `sync_error` saying why a sync failed, and `last_synced_at` set when one succeeds. One sync
+// per source at a time: the job's dedupe key makes a second request join the queued or running one.
+// Connectors: `website` crawls `domain` (src/domain/connectors/website.ts); `manual` holds the
+// documents created through the API, and its sync re-indexes them.
+import { sql } from 'kysely';
+import type { Db } from '../db/client.js';
+import { isForeignKeyViolation } from '../db/errors.js';
+import type { Job, JobContext, JobQueue } from '../jobs/queue.js';
+import { newId } from '../lib/ids.js';
+import { OutboundRequestError } from '../lib/ssrf.js';
+import { iso } from '../lib/time.js';
+import { CrawlError, type CrawlOptions, crawlWebsite, startUrl } from './connectors/website.js';
+import type { DocumentService } from './documents.js';
+import { MissingParameterError, NotFoundError, ValidationError } from './errors.js';
+import type { EmitEvent } from './events.js';
+import { decodeIdCursor, type Page, toList } from './pagination.js';
+
+export const SOURCE_TYPES = ['website', 'manual'] as const;
+export type SourceType = (typeof SOURCE_TYPES)[number];
+export const SYNC_STATUSES = ['never_synced', 'pending', 'syncing', 'synced', 'failed'] as const;
+export type SyncStatus = (typeof SYNC_STATUSES)[number];
+
+export const SOURCE_SYNC_JOB = 'source.sync';
+/** How often a started queue looks for auto-sync sources that are due. */
+const AUTO_SYNC_CHECK_MS = 60_000;
+const AUTO_SYNC_BATCH = 500;
+
+export interface SourceRecord {
+  id: string;
+  object: 'source';
+  name: string;
+  source_type: SourceType;
+  /** Your own identifier for the source (spec field `source_id`); `id` is ours. */
+  source_id: string | null;
+  domain: string | null;
+  additional_info: Record<string, unknown>;
+  sync_status: SyncStatus;
+  sync_error: string | null;
+  auto_sync_enabled: boolean;
+  last_synced_at: string | null;
+  document_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SyncAcknowledgement {
+  object: 'sync';
+  status: SyncStatus;
+  source_id: string;
+}
+
+export interface CreateSourceInput {
+  name: string;
+  source_type: SourceType;
+  domain?: string | undefined;
+  source_id?: string | undefined;
+  additional_info?: Record<string, unknown> | undefined;
+  auto_sync_enabled?: boolean | undefined;
+}
+
+export type UpdateSourceInput = Partial<Omit<CreateSourceInput, 'source_type'>>;
+
+type SourceRow = {
+  id: string;
+  name: string;
+  source_type: SourceType;
+  external_id: string | null;
+  domain: string | null;
+  additional_info: Record<string, unknown>;
+  sync_status: string;
+  sync_error: string | null;
+  auto_sync_enabled: boolean;
+  last_synced_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  document_count: number;
+};
+
+const COLUMNS = [
+  'id',
+  'name',
+  'source_type',
+  'external_id',
+  'domain',
+  'additional_info',
+  'sync_status',
+  'sync_error',
+  'auto_sync_enabled',
+  'last_synced_at',
+  'created_at',
+  'updated_at',
+] as const;
+
+const toRecord = (row: SourceRow): SourceRecord => ({
+  id: row.id,
+  object: 'source',
+  name: row.name,
+  source_type: row.source_type,
+  source_id: row.external_id,
+  domain: row.domain,
+  additional_info: row.additional_info ?? {},
+  sync_status: row.sync_status as SyncStatus,
+  sync_error: row.sync_error,
+  auto_sync_enabled: row.auto_sync_enabled,
+  last_synced_at: iso(row.last_synced_at),
+  document_count: Number(row.document_count ?? 0),
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+});
+
+/** A website's domain must name an http(s) site: `example.com` or `https://example.com/help`. */
+function checkDomain(domain: string): string {
+  const trimmed = domain.trim();
+  try {
+    startUrl(trimmed);
+  } catch (error) {
+    throw new ValidationError('domain', (error as Error).message);
+  }
+  return trimmed;
+}
+
+export interface SourceServiceDeps {
+  db: Db;
+  jobs: JobQueue;
+  documents: DocumentService;
+  allowPrivateTargets: boolean;
+  autoSyncIntervalMinutes: number;
+  /** Crawl caps and timeouts (defaults in connectors/website.ts). */
+  crawl?: Omit<CrawlOptions, 'allowPrivate' | 'signal'>;
+  log?: { warn(obj: object, msg: string): void };
+  /** Webhook events `source.sync.completed` / `source.sync.failed` (issue 12). */
+  emitEvent?: EmitEvent;
+}
+
+export function createSourceService(deps: SourceServiceDeps) {
+  const { db, jobs, documents } = deps;
+
+  function selectSources(tenantId: string) {
+    return db
+      .selectFrom('sources')
+      .select(COLUMNS)
+      .select((eb) =>
+        eb
+          .selectFrom('documents')
+          .select(sql<number>`count(*)::int`.as('n'))
+          .whereRef('documents.source_id', '=', 'sources.id')
+          .where('documents.tenant_id', '=', tenantId)
+          .as('document_count'),
+      )
+      .where('tenant_id', '=', tenantId);
+  }
+
+  async function get(tenantId: string, id: string): Promise<SourceRecord> {
+    const row = (await selectSources(tenantId).where('id', '=', id).executeTakeFirst()) as SourceRow | undefined;
+    if (!row) throw new NotFoundError('source', id);
+    return toRecord(row);
+  }
+
+  async function setStatus(
+    tenantId: string,
+    id: string,
+    status: SyncStatus,
+    fields: { sync_error?: string | null; synced?: boolean } = {},
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('sources')
+      .set({
+        sync_status: status,
+        ...(fields.sync_error !== undefined ? { sync_error: fields.sync_error } : {}),
+        ...(fields.synced ? { last_synced_at: sql`now()` } : {}),
+        updated_at: sql`now()`,
+      })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Queues a sync unless one is queued or running; answers the source's sync status. */
+  async function requestSync(tenantId: string, id: string): Promise<SyncAcknowledgement> {
+    return db.transaction().execute(async (trx) => {
+      const source = await trx
+        .selectFrom('sources')
+        .select(['id', 'sync_status'])
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!source) throw new NotFoundError('source', id);
+      const queued = await jobs.enqueue(trx, {
+        kind: SOURCE_SYNC_JOB,
+        tenantId,
+        payload: { source_id: id },
+        dedupeKey: `source-sync:${id}`,
+        maxAttempts: 3,
+      });
+      if (queued.deduplicated) {
+        const status = source.sync_status === 'syncing' ? 'syncing' : 'pending';
+        return { object: 'sync' as const, status, source_id: id };
+      }
+      await trx
+        .updateTable('sources')
+        .set({ sync_status: 'pending', sync_error: null, updated_at: sql`now()` })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .execute();
+      return { object: 'sync' as const, status: 'pending' as const, source_id: id };
+    });
+  }
+
+  /** The sync job: read the source, run its connector (no transaction open), write the result. */
+  async function runSync(job: Job, ctx: JobContext): Promise<void> {
+    const sourceId = String(job.payload.source_id ?? '');
+    const tenantId = job.tenantId;
+    const source = await db
+      .selectFrom('sources')
+      .select(['id', 'source_type', 'domain'])
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', sourceId)
+      .executeTakeFirst();
+    if (!source) return; // deleted since: nothing to do
+    await setStatus(tenantId, sourceId, 'syncing');
+    try {
+      if (source.source_type === 'website') {
+        if (!source.domain) throw new CrawlError('The source has no domain to crawl.');
+        const crawl = await crawlWebsite(source.domain, {
+          ...deps.crawl,
+          allowPrivate: deps.allowPrivateTargets,
+          signal: ctx.signal,
+        });
+        await ctx.heartbeat();
+        await documents.replaceSourcePages(tenantId, sourceId, crawl.pages, crawl.unreadable);
+      } else {
+        await documents.reindexSource(tenantId, sourceId);
+      }
+      await setStatus(tenantId, sourceId, 'synced', { sync_error: null, synced: true });
+      await deps.emitEvent?.(db, tenantId, 'source.sync.completed', { source: await get(tenantId, sourceId) });
+    } catch (error) {
+      if (error instanceof CrawlError || error instanceof OutboundRequestError) {
+        // The site's answer, not ours: report it and wait for the next request or schedule.
+        await setStatus(tenantId, sourceId, 'failed', { sync_error: error.message });
+        await deps.emitEvent?.(db, tenantId, 'source.sync.failed', { source: await get(tenantId, sourceId) });
+        return;
+      }
+      if (isForeignKeyViolation(error)) return; // the source was deleted during the crawl
+      // Retried by the queue; after the last attempt, `onFailed` records the failure.
+      if (job.attempts < job.maxAttempts) {
+        await setStatus(tenantId, sourceId, 'pending', {
+          sync_error: `Attempt ${job.attempts} failed because of an internal error; it will be retried.`,
+        });
+      }
+      throw error;
+    }
+  }
+
+  jobs.register(SOURCE_SYNC_JOB, runSync, {
+    // The last attempt failed, or every worker running it died: say so on the source.
+    onFailed: async (job) => {
+      if (typeof job.payload.source_id !== 'string') return;
+      await setStatus(job.tenantId, job.payload.source_id, 'failed', {
+        sync_error: 'The sync failed because of an internal error or was interrupted; request another sync.',
+      });
+      const source = await get(job.tenantId, job.payload.source_id).catch(() => undefined);
+      if (source) await deps.emitEvent?.(db, job.tenantId, 'source.sync.failed', { source });
+    },
+  });
+
+  /**
+   * Queues a sync of every auto-sync source not synced within the interval (a failed one is tried
+   * again an interval after its failure). Runs for all tenants; each source's job is its tenant's.
+   */
+  async function enqueueDueAutoSyncs(): Promise<number> {
+    const interval = `${deps.autoSyncIntervalMinutes} minutes`;
+    const due = await db
+      .selectFrom('sources')
+      .select(['id', 'tenant_id'])
+      .where('auto_sync_enabled', '=', true)
+      .where((eb) =>
+        eb.or([
+          eb.and([
+            eb('sync_status', 'in', ['never_synced', 'synced']),
+            eb.or([
+              eb('last_synced_at', 'is', null),
+              eb('last_synced_at', '<', sql<Date>`now() - ${interval}::interval`),
+            ]),
+          ]),
+          eb.and([eb('sync_status', '=', 'failed'), eb('updated_at', '<', sql<Date>`now() - ${interval}::interval`)]),
+        ]),
+      )
+      .orderBy('last_synced_at', sql`asc nulls first`)
+      .limit(AUTO_SYNC_BATCH)
+      .execute();
+    let queued = 0;
+    for (const source of due) {
+      try {
+        await requestSync(source.tenant_id, source.id);
+        queued++;
+      } catch (error) {
+        if (!(error instanceof NotFoundError)) throw error;
+      }
+    }
+    return queued;
+  }
+
+  jobs.schedule('auto-sync', Math.min(AUTO_SYNC_CHECK_MS, deps.autoSyncIntervalMinutes * 60_000), async () => {
+    await enqueueDueAutoSyncs();
+  });
+
+  return {
+    async create(tenantId: string, input: CreateSourceInput): Promise<SourceRecord> {
+      let domain: string | null = null;
+      if (input.domain !== undefined) domain = checkDomain(input.domain);
+      else if (input.source_type === 'website') {
+        throw new MissingParameterError('domain', 'A website source needs the domain to crawl.');
+      }
+      const row = await db
+        .insertInto('sources')
+        .values({
+          id: newId(),
+          tenant_id: tenantId,
+          name: input.name,
+          source_type: input.source_type,
+          external_id: input.source_id ?? null,
+          domain,
+          additional_info: JSON.stringify(input.additional_info ?? {}),
+          auto_sync_enabled: input.auto_sync_enabled ?? false,
+        })
+        .returning(COLUMNS)
+        .executeTakeFirstOrThrow();
+      return toRecord({ ...row, document_count: 0 });
+    },
+
+    async list(tenantId: string, page: Page) {
+      let query = selectSources(tenantId)
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1);
+      const after = decodeIdCursor(page.cursor);
+      if (after) query = query.where('id', '<', after);
+      const rows = (await query.execute()) as SourceRow[];
+      return toList(rows, page, toRecord, (row) => row.id);
+    },
+
+    get,
+
+    /** Spec: Update Source — changes the fields sent and returns the source record. */
+    async update(tenantId: string, id: string, input: UpdateSourceInput): Promise<SourceRecord> {
+      const set: Record<string, unknown> = {};
+      if (input.name !== undefined) set.name = input.name;
+      if (input.source_id !== undefined) set.external_id = input.source_id;
+      if (input.domain !== undefined) set.domain = checkDomain(input.domain);
+      if (input.additional_info !== undefined) set.additional_info = JSON.stringify(input.additional_info);
+      if (input.auto_sync_enabled !== undefined) set.auto_sync_enabled = input.auto_sync_enabled;
+      if (Object.keys(set).length > 0) {
+        const result = await db
+          .updateTable('sources')
+          .set({ ...set, updated_at: sql`now()` })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', id)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 0) throw new NotFoundError('source', id);
+      }
+      return get(tenantId, id);
+    },
+
+    /** Deletes the source with its documents (and their translations). */
+    async delete(tenantId: string, id: string) {
+      const row = await db
+        .deleteFrom('sources')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .returning('id')
+        .executeTakeFirst();
+      if (!row) throw new NotFoundError('source', id);
+      return { id: row.id, object: 'deleted' as const, deleted: true };
+    },
+
+    requestSync,
+    enqueueDueAutoSyncs,
+  };
+}
+
+export type SourceService = ReturnType<typeof createSourceService>;

@@ -1,0 +1,47 @@
+// Languages and PostgreSQL text-search configurations. A passage is indexed with the
+// configuration of its language (stemming, stop words); queries are parsed with the same one.
+import { sql } from 'kysely';
+
+/** Primary language subtag → text-search configuration; any other language uses `simple`. */
+export const SEARCH_CONFIGS: Readonly<Record<string, string>> = {
+  en: 'english',
+  fr: 'french',
+  de: 'german',
+  es: 'spanish',
+  it: 'italian',
+  pt: 'portuguese',
+  nl: 'dutch',
+};
+
+export const DEFAULT_LANGUAGE = 'en';
+
+/** Every configuration a passage can be indexed with. */
+export const ALL_SEARCH_CONFIGS: readonly string[] = [...new Set([...Object.values(SEARCH_CONFIGS), 'simple'])];
+
+/** Language tags are stored lower-case (`pt-br`), so "one translation per language" is exact. */
+export const normalizeLanguage = (language: string): string => language.trim().toLowerCase();
+
+export function searchConfigFor(language: string): string {
+  const primary = normalizeLanguage(language).split('-')[0] ?? '';
+  return SEARCH_CONFIGS[primary] ?? 'simple';
+}
+
+/** The same mapping in SQL, for re-indexing rows in place (configuration names are constants). */
+export function searchConfigSql(languageColumn: string) {
+  const primary = sql`split_part(lower(${sql.ref(languageColumn)}), '-', 1)`;
+  const cases = Object.entries(SEARCH_CONFIGS).map(
+    ([code, config]) => sql`when ${sql.lit(code)} then ${sql.lit(config)}`,
+  );
+  return sql<string>`(case ${primary} ${sql.join(cases, sql` `)} else 'simple' end)::regconfig`;
+}
+
+/**
+ * A free-text question as an "any of these words" query: words joined with `or` for
+ * `websearch_to_tsquery`, which never fails on user input. Questions are long and phrased in
+ * many ways, so matching every word (the default AND) would find almost nothing.
+ */
+export function anyWordsQuery(text: string): string {
+  const words = text.match(/[\p{L}\p{N}]+/gu) ?? [];
+  const distinct = new Set(words.map((w) => w.toLowerCase()).filter((w) => w !== 'or'));
+  return [...distinct].slice(0, 64).join(' or ');
+}

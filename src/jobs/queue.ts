@@ -1,0 +1,465 @@
+// The durable job queue (DESIGN.md §5): asynchronous work (source syncs, simulation runs,
+// coverage evaluations, webhook deliveries) lives in the `jobs` table of the same database, so it
+// survives restarts and every server process shares it.
+//
+// Written here rather than taken from pg-boss: pg-boss needs its own schema, LISTEN/NOTIFY and
+// several sessions, and does not run on PGlite. The rules it rests on are few:
+// - A job is claimed by one statement, `UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP LOCKED
+//   LIMIT 1)`, which marks it `running` with a lease (`locked_until`) and a fresh `lock_token`.
+//   Two processes can never claim the same job: the row lock decides, and the loser skips it.
+// - While its handler runs, the worker renews the lease. A job whose lease expired (its process
+//   died) is due again and is claimed by whoever polls next.
+// - Finishing (success, retry, failure) is conditional on the lock token, so a worker that lost
+//   its lease can never overwrite what the new owner did; its handler sees `signal` aborted.
+// - A failed attempt is retried after an exponential backoff, up to `max_attempts`; then the job
+//   is `failed` with `last_error`.
+// - No transaction is ever held open around a handler (on PGlite a transaction holds the whole
+//   database): claiming and finishing are single statements.
+import { sql } from 'kysely';
+import type { Db } from '../db/client.js';
+import { newId } from '../lib/ids.js';
+
+export interface Job {
+  id: string;
+  kind: string;
+  tenantId: string;
+  payload: Record<string, unknown>;
+  /** 1 on the first run. */
+  attempts: number;
+  maxAttempts: number;
+}
+
+export interface JobContext {
+  /** Renews the lease now (it is also renewed on a timer while the handler runs). */
+  heartbeat(): Promise<void>;
+  /** Aborted when the lease was lost to another worker or the queue is stopping for good. */
+  signal: AbortSignal;
+}
+
+export type JobHandler = (job: Job, ctx: JobContext) => Promise<void>;
+
+export interface JobKindOptions {
+  /**
+   * Called once when a job of this kind ends `failed` for good — its last attempt threw, or its
+   * worker died on every attempt (then the handler never saw the end) — to record the outcome
+   * where users read it (a source's `sync_status`, a run's `status`).
+   */
+  onFailed?: (job: Job, error: string) => Promise<void>;
+}
+
+export interface EnqueueInput {
+  kind: string;
+  tenantId: string;
+  payload?: Record<string, unknown>;
+  /** At most one queued-or-running job per tenant carries this key; a second enqueue joins it. */
+  dedupeKey?: string;
+  runAt?: Date;
+  maxAttempts?: number;
+}
+
+export interface JobLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface JobQueueOptions {
+  db: Db;
+  log: JobLog;
+  /** How often an idle worker looks for due jobs. */
+  pollMs?: number;
+  /** Handlers run at once by this process. */
+  concurrency?: number;
+  /** A claimed job belongs to its worker this long without a heartbeat. */
+  leaseMs?: number;
+  /** First retry delay; doubles with each attempt, capped at `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** How long `stop()` waits for running handlers before aborting them. */
+  stopGraceMs?: number;
+}
+
+/** The queue: anything with `selectFrom` works as the handle, so enqueueing joins a caller's transaction. */
+type Executor = Pick<Db, 'insertInto' | 'selectFrom'>;
+
+const DEFAULTS = {
+  pollMs: 1000,
+  concurrency: 2,
+  leaseMs: 60_000,
+  backoffMs: 5_000,
+  maxBackoffMs: 3_600_000,
+  stopGraceMs: 10_000,
+};
+const DEFAULT_MAX_ATTEMPTS = 5;
+const MAX_ERROR_LENGTH = 2000;
+const FINISHED_RETENTION_MS = 7 * 24 * 3_600_000;
+
+type JobRow = {
+  id: string;
+  kind: string;
+  tenant_id: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+  max_attempts: number;
+  lock_token: string;
+};
+
+/** A claimed job and the token that proves this worker still owns it. */
+export interface Claim {
+  job: Job;
+  token: string;
+}
+
+export function createJobQueue(options: JobQueueOptions) {
+  const { db, log } = options;
+  const cfg = {
+    pollMs: options.pollMs ?? DEFAULTS.pollMs,
+    concurrency: options.concurrency ?? DEFAULTS.concurrency,
+    leaseMs: options.leaseMs ?? DEFAULTS.leaseMs,
+    backoffMs: options.backoffMs ?? DEFAULTS.backoffMs,
+    maxBackoffMs: options.maxBackoffMs ?? DEFAULTS.maxBackoffMs,
+    stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
+  };
+  const handlers = new Map<string, JobHandler>();
+  const kindOptions = new Map<string, JobKindOptions>();
+  const running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  const schedules: { name: string; everyMs: number; task: () => Promise<void>; timer?: NodeJS.Timeout }[] = [];
+  // Finished jobs are kept a week for inspection, then swept.
+  schedules.push({
+    name: 'sweep-finished-jobs',
+    everyMs: 3_600_000,
+    task: async () => {
+      await sweepFinished(FINISHED_RETENTION_MS);
+    },
+  });
+  let started = false;
+  let pollTimer: NodeJS.Timeout | undefined;
+  let polling = false;
+
+  const backoff = (attempts: number) => Math.min(cfg.backoffMs * 2 ** Math.max(attempts - 1, 0), cfg.maxBackoffMs);
+
+  /** Claims the next due job of a kind this process handles, or one whose lease expired. */
+  async function claim(): Promise<Claim | undefined> {
+    const kinds = [...handlers.keys()];
+    if (kinds.length === 0) return undefined;
+    const token = newId();
+    const result = await sql<JobRow>`
+      update jobs set
+        status = 'running',
+        attempts = attempts + 1,
+        locked_until = now() + ${`${cfg.leaseMs} milliseconds`}::interval,
+        lock_token = ${token},
+        updated_at = now()
+      where id = (
+        select id from jobs
+        where kind in (${sql.join(kinds)})
+          and ((status = 'queued' and run_at <= now()) or (status = 'running' and locked_until < now()))
+        order by run_at, id
+        for update skip locked
+        limit 1
+      )
+      returning id, kind, tenant_id, payload, attempts, max_attempts, lock_token
+    `.execute(db);
+    const row = result.rows[0];
+    if (!row) return undefined;
+    return {
+      token,
+      job: {
+        id: row.id,
+        kind: row.kind,
+        tenantId: row.tenant_id,
+        payload: row.payload ?? {},
+        attempts: row.attempts,
+        maxAttempts: row.max_attempts,
+      },
+    };
+  }
+
+  async function heartbeat(claimed: Claim): Promise<boolean> {
+    const result = await db
+      .updateTable('jobs')
+      .set({
+        locked_until: sql`now() + ${`${cfg.leaseMs} milliseconds`}::interval`,
+        updated_at: sql`now()`,
+      })
+      .where('id', '=', claimed.job.id)
+      .where('lock_token', '=', claimed.token)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Records success; false when the lease had passed to another worker (nothing is written). */
+  async function complete(claimed: Claim): Promise<boolean> {
+    const result = await db
+      .updateTable('jobs')
+      .set({
+        status: 'succeeded',
+        locked_until: null,
+        last_error: null,
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+      })
+      .where('id', '=', claimed.job.id)
+      .where('lock_token', '=', claimed.token)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async function fail(claimed: Claim, error: unknown): Promise<'retry' | 'failed' | 'lost'> {
+    const message = describe(error);
+    const final = claimed.job.attempts >= claimed.job.maxAttempts;
+    const result = await db
+      .updateTable('jobs')
+      .set(
+        final
+          ? {
+              status: 'failed',
+              locked_until: null,
+              last_error: message,
+              finished_at: sql`now()`,
+              updated_at: sql`now()`,
+            }
+          : {
+              status: 'queued',
+              locked_until: null,
+              lock_token: null,
+              last_error: message,
+              run_at: sql`now() + ${`${backoff(claimed.job.attempts)} milliseconds`}::interval`,
+              updated_at: sql`now()`,
+            },
+      )
+      .where('id', '=', claimed.job.id)
+      .where('lock_token', '=', claimed.token)
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) !== 1) return 'lost';
+    return final ? 'failed' : 'retry';
+  }
+
+  async function failedForGood(job: Job, error: unknown): Promise<void> {
+    const hook = kindOptions.get(job.kind)?.onFailed;
+    if (!hook) return;
+    try {
+      await hook(job, describe(error));
+    } catch (hookError) {
+      log.error({ job_id: job.id, err: describe(hookError) }, 'job failure hook failed');
+    }
+  }
+
+  /** Runs one claimed job to its end: handler, lease renewal, then success, retry or failure. */
+  async function run(claimed: Claim): Promise<void> {
+    const { job } = claimed;
+    const abort = new AbortController();
+    const handler = handlers.get(job.kind);
+    const renew = async () => {
+      if (abort.signal.aborted) return;
+      if (!(await heartbeat(claimed))) abort.abort(new Error('the job lease passed to another worker'));
+    };
+    const timer = setInterval(
+      () => {
+        renew().catch((error) => log.warn({ job_id: job.id, err: describe(error) }, 'job heartbeat failed'));
+      },
+      Math.max(Math.floor(cfg.leaseMs / 3), 10),
+    );
+    timer.unref();
+    const entry = { abort, promise: Promise.resolve() };
+    running.set(job.id, entry);
+    try {
+      if (job.attempts > job.maxAttempts) {
+        // Its worker died on every attempt (the lease expired each time): stop trying.
+        const error = new Error('the job was interrupted on every attempt (its worker stopped responding)');
+        if ((await fail(claimed, error)) === 'failed') await failedForGood(job, error);
+        return;
+      }
+      try {
+        if (!handler) throw new Error(`no handler for job kind '${job.kind}'`);
+        await handler(job, { heartbeat: renew, signal: abort.signal });
+      } catch (error) {
+        clearInterval(timer);
+        const outcome = await fail(claimed, error);
+        const fields = { job_id: job.id, kind: job.kind, attempt: job.attempts, err: describe(error) };
+        if (outcome === 'failed') {
+          log.error(fields, 'job failed for good');
+          await failedForGood(job, error);
+        } else if (outcome === 'retry') log.warn(fields, 'job failed; will retry');
+        return;
+      }
+      clearInterval(timer);
+      if (!(await complete(claimed))) log.warn({ job_id: job.id }, 'job finished after its lease passed on');
+    } finally {
+      clearInterval(timer);
+      running.delete(job.id);
+    }
+  }
+
+  /** Claims and starts jobs while this process has free slots. */
+  async function poll(): Promise<void> {
+    if (polling) return;
+    polling = true;
+    try {
+      while (started && running.size < cfg.concurrency) {
+        const claimed = await claim();
+        if (!claimed) break;
+        const entry = run(claimed).catch((error) =>
+          log.error({ job_id: claimed.job.id, err: describe(error) }, 'job bookkeeping failed'),
+        );
+        const slot = running.get(claimed.job.id);
+        if (slot) slot.promise = entry;
+      }
+    } catch (error) {
+      log.warn({ err: describe(error) }, 'job poll failed');
+    } finally {
+      polling = false;
+    }
+  }
+
+  function schedulePoll(delay: number) {
+    if (!started) return;
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(async () => {
+      await poll();
+      schedulePoll(cfg.pollMs);
+    }, delay);
+    pollTimer.unref();
+  }
+
+  /**
+   * Adds a job, inside the caller's transaction when given one. With a `dedupeKey` that a
+   * queued or running job of the tenant already holds, nothing is added and that job is named.
+   */
+  async function enqueue(executor: Executor, input: EnqueueInput): Promise<{ id: string; deduplicated: boolean }> {
+    const id = newId();
+    const inserted = await executor
+      .insertInto('jobs')
+      .values({
+        id,
+        tenant_id: input.tenantId,
+        kind: input.kind,
+        payload: JSON.stringify(input.payload ?? {}),
+        dedupe_key: input.dedupeKey ?? null,
+        max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        ...(input.runAt ? { run_at: input.runAt } : {}),
+      })
+      // The conflict target names the partial unique index `jobs_dedupe` by its columns and predicate.
+      .onConflict((oc) =>
+        oc
+          .columns(['tenant_id', 'dedupe_key'])
+          .where(sql<boolean>`dedupe_key is not null and status in ('queued', 'running')`)
+          .doNothing(),
+      )
+      .returning('id')
+      .executeTakeFirst();
+    if (inserted) {
+      if (started) setImmediate(() => void poll());
+      return { id: inserted.id, deduplicated: false };
+    }
+    const existing = await executor
+      .selectFrom('jobs')
+      .select('id')
+      .where('tenant_id', '=', input.tenantId)
+      .where('dedupe_key', '=', input.dedupeKey ?? '')
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirst();
+    // The holder finished between the insert and this read: enqueue again.
+    if (!existing) return enqueue(executor, input);
+    return { id: existing.id, deduplicated: true };
+  }
+
+  return {
+    enqueue,
+
+    register(kind: string, handler: JobHandler, options: JobKindOptions = {}): void {
+      if (handlers.has(kind)) throw new Error(`a handler for job kind '${kind}' is already registered`);
+      handlers.set(kind, handler);
+      kindOptions.set(kind, options);
+    },
+
+    /** A task this process runs every `everyMs` while the queue is started (auto-sync, cleanup). */
+    schedule(name: string, everyMs: number, task: () => Promise<void>): void {
+      const entry: (typeof schedules)[number] = { name, everyMs, task };
+      schedules.push(entry);
+      if (started) startSchedule(entry);
+    },
+
+    start(): void {
+      if (started) return;
+      started = true;
+      for (const entry of schedules) startSchedule(entry);
+      schedulePoll(0);
+    },
+
+    /** Stops polling and waits for running handlers (aborting them after a grace period). */
+    async stop(): Promise<void> {
+      started = false;
+      clearTimeout(pollTimer);
+      for (const entry of schedules) clearInterval(entry.timer);
+      const all = () => Promise.all([...running.values()].map((r) => r.promise));
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), cfg.stopGraceMs);
+        timer.unref();
+      });
+      const outcome = await Promise.race([all().then(() => 'done' as const), graceOver]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        for (const r of running.values()) r.abort.abort(new Error('the server is stopping'));
+        await all();
+      }
+    },
+
+    /** For tests and tools: runs due jobs one after another until none is due. */
+    async runUntilIdle(): Promise<void> {
+      for (;;) {
+        const claimed = await claim();
+        if (!claimed) break;
+        await run(claimed);
+      }
+      await Promise.all([...running.values()].map((r) => r.promise));
+    },
+
+    /** Low-level, for tests and tools: claim one due job without running it. */
+    claim,
+    /** Low-level: run a job claimed with `claim()` (its handler, then success or retry). */
+    run,
+    /** Low-level: record success of a claimed job; false when its lease passed to another worker. */
+    complete,
+
+    sweepFinished,
+  };
+
+  /** Deletes finished jobs older than `olderThanMs`. */
+  async function sweepFinished(olderThanMs: number): Promise<number> {
+    const result = await db
+      .deleteFrom('jobs')
+      .where('status', 'in', ['succeeded', 'failed'])
+      .where('finished_at', '<', sql<Date>`now() - ${`${olderThanMs} milliseconds`}::interval`)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  function startSchedule(entry: (typeof schedules)[number]) {
+    clearInterval(entry.timer);
+    let busy = false;
+    entry.timer = setInterval(async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        await entry.task();
+      } catch (error) {
+        log.warn({ schedule: entry.name, err: describe(error) }, 'scheduled task failed');
+      } finally {
+        busy = false;
+      }
+    }, entry.everyMs);
+    entry.timer.unref();
+  }
+}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text;
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;

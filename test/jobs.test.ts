@@ -1,0 +1,284 @@
+// The durable job queue: jobs in the database, claimed with FOR UPDATE SKIP LOCKED under a lease,
+// deduplicated by key, retried with exponential backoff, taken over when their worker dies, and
+// never run twice by several workers on one database.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
+import { createJobQueue, type JobQueueOptions } from '../src/jobs/queue.js';
+import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
+
+let t: TestApp;
+let tenantId: string;
+
+const quiet = { info() {}, warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+let kindSeq = 0;
+const uniqueKind = (name: string) => `${name}.${++kindSeq}`;
+const queue = (options: Partial<JobQueueOptions> = {}) => createJobQueue({ db: t.database.db, log: quiet, ...options });
+const jobRow = (id: string) =>
+  t.database.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await sleep(20);
+  }
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ({ tenantId } = await t.tenant());
+});
+afterAll(() => t.close());
+
+describe('job queue', () => {
+  it('stores a job in the database and runs it once: status succeeded, attempts 1', async () => {
+    const q = queue();
+    const kind = uniqueKind('hello');
+    const seen: unknown[] = [];
+    q.register(kind, async (job) => {
+      seen.push({ tenant: job.tenantId, payload: job.payload, attempts: job.attempts });
+    });
+    const { id, deduplicated } = await q.enqueue(t.database.db, { kind, tenantId, payload: { n: 1 } });
+    expect(deduplicated).toBe(false);
+    expect((await jobRow(id)).status).toBe('queued');
+    await q.runUntilIdle();
+    expect(seen).toEqual([{ tenant: tenantId, payload: { n: 1 }, attempts: 1 }]);
+    const row = await jobRow(id);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 1, last_error: null, locked_until: null });
+    expect(row.finished_at).toBeInstanceOf(Date);
+    await q.runUntilIdle();
+    expect(seen).toHaveLength(1);
+  });
+
+  it('a dedupe key admits one queued-or-running job; a new one once it finished', async () => {
+    const q = queue();
+    const kind = uniqueKind('dedupe');
+    q.register(kind, async () => {});
+    const first = await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'k' });
+    const again = await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'k' });
+    expect(again).toEqual({ id: first.id, deduplicated: true });
+    const claimed = await q.claim();
+    expect(claimed?.job.id).toBe(first.id);
+    expect(await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'k' })).toEqual({
+      id: first.id,
+      deduplicated: true,
+    });
+    // The key is per tenant.
+    const other = await t.tenant();
+    expect((await q.enqueue(t.database.db, { kind, tenantId: other.tenantId, dedupeKey: 'k' })).deduplicated).toBe(
+      false,
+    );
+    if (!claimed) throw new Error('nothing claimed');
+    await q.run(claimed);
+    await q.runUntilIdle();
+    const next = await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'k' });
+    expect(next.deduplicated).toBe(false);
+    expect(next.id).not.toBe(first.id);
+    await q.runUntilIdle();
+  });
+
+  it('enqueueing joins the caller’s transaction: a rolled-back enqueue leaves no job', async () => {
+    const q = queue();
+    const kind = uniqueKind('trx');
+    q.register(kind, async () => {});
+    let id = '';
+    await expect(
+      t.database.db.transaction().execute(async (trx) => {
+        id = (await q.enqueue(trx, { kind, tenantId })).id;
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    const found = await t.database.db.selectFrom('jobs').select('id').where('id', '=', id).executeTakeFirst();
+    expect(found).toBeUndefined();
+  });
+
+  it('retries a failing job with exponential backoff, then succeeds', async () => {
+    const q = queue({ backoffMs: 150 });
+    const kind = uniqueKind('flaky');
+    let calls = 0;
+    q.register(kind, async () => {
+      calls++;
+      if (calls < 3) throw new Error(`boom ${calls}`);
+    });
+    const { id } = await q.enqueue(t.database.db, { kind, tenantId, maxAttempts: 5 });
+    await q.runUntilIdle();
+    let row = await jobRow(id);
+    expect(row).toMatchObject({ status: 'queued', attempts: 1, last_error: 'boom 1' });
+    const delay1 = row.run_at.getTime() - row.updated_at.getTime();
+    expect(delay1).toBeGreaterThanOrEqual(140);
+    await q.runUntilIdle(); // not due yet
+    expect(calls).toBe(1);
+    await sleep(200);
+    await q.runUntilIdle();
+    row = await jobRow(id);
+    expect(row).toMatchObject({ status: 'queued', attempts: 2, last_error: 'boom 2' });
+    const delay2 = row.run_at.getTime() - row.updated_at.getTime();
+    expect(delay2).toBeGreaterThanOrEqual(290); // doubled
+    await sleep(350);
+    await q.runUntilIdle();
+    row = await jobRow(id);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 3, last_error: null });
+    expect(calls).toBe(3);
+  });
+
+  it('gives up after max_attempts: status failed with last_error, onFailed called once', async () => {
+    const q = queue({ backoffMs: 0 });
+    const kind = uniqueKind('broken');
+    let calls = 0;
+    const failures: string[] = [];
+    q.register(
+      kind,
+      async () => {
+        calls++;
+        throw new Error('always broken');
+      },
+      { onFailed: async (_job, error) => void failures.push(error) },
+    );
+    const { id } = await q.enqueue(t.database.db, { kind, tenantId, maxAttempts: 2 });
+    await q.runUntilIdle();
+    expect(calls).toBe(2);
+    expect(await jobRow(id)).toMatchObject({ status: 'failed', attempts: 2, last_error: 'always broken' });
+    expect(failures).toEqual(['always broken']);
+  });
+
+  it('a job whose worker died mid-job is taken over after its lease and completes exactly once', async () => {
+    const kind = uniqueKind('crash');
+    const runs: string[] = [];
+    const handler = (worker: string) => async () => {
+      runs.push(worker);
+    };
+    const dying = queue({ leaseMs: 300 });
+    dying.register(kind, handler('dying'));
+    const survivor = queue({ leaseMs: 300 });
+    survivor.register(kind, handler('survivor'));
+    const { id } = await dying.enqueue(t.database.db, { kind, tenantId });
+
+    // The first worker claims the job and then "dies": it never runs, renews or finishes it.
+    const lost = await dying.claim();
+    expect(lost?.job.id).toBe(id);
+    expect((await jobRow(id)).status).toBe('running');
+    await survivor.runUntilIdle(); // the lease still holds: nothing to take
+    expect(runs).toEqual([]);
+
+    await sleep(400); // the lease expires
+    await survivor.runUntilIdle();
+    expect(runs).toEqual(['survivor']);
+    expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 2 });
+
+    // The dead worker comes back and tries to finish: refused, nothing changes, nothing reruns.
+    if (!lost) throw new Error('nothing claimed');
+    expect(await dying.complete(lost)).toBe(false);
+    await dying.runUntilIdle();
+    await survivor.runUntilIdle();
+    expect(runs).toEqual(['survivor']);
+    expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 2 });
+  });
+
+  it('a live worker renews its lease: a long job is not taken over', async () => {
+    const kind = uniqueKind('long');
+    let runs = 0;
+    const slow = async () => {
+      runs++;
+      await sleep(700);
+    };
+    const a = queue({ leaseMs: 200 });
+    a.register(kind, slow);
+    const b = queue({ leaseMs: 200 });
+    b.register(kind, slow);
+    const { id } = await a.enqueue(t.database.db, { kind, tenantId });
+    const claimed = await a.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    const running = a.run(claimed);
+    for (let i = 0; i < 5; i++) {
+      await sleep(120);
+      await b.runUntilIdle();
+    }
+    await running;
+    expect(runs).toBe(1);
+    expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('a job interrupted on every attempt ends failed without running again; onFailed hears of it', async () => {
+    const kind = uniqueKind('doomed');
+    let runs = 0;
+    const failures: string[] = [];
+    const a = queue({ leaseMs: 100 });
+    a.register(
+      kind,
+      async () => {
+        runs++;
+      },
+      { onFailed: async (job, error) => void failures.push(`${job.id}: ${error}`) },
+    );
+    const { id } = await a.enqueue(t.database.db, { kind, tenantId, maxAttempts: 1 });
+    expect(await a.claim()).toBeDefined();
+    await sleep(200);
+    await a.runUntilIdle();
+    expect(runs).toBe(0);
+    const row = await jobRow(id);
+    expect(row.status).toBe('failed');
+    expect(row.last_error).toMatch(/interrupted on every attempt/);
+    expect(failures).toEqual([`${id}: ${row.last_error}`]);
+  });
+
+  it('stop() waits for running handlers', async () => {
+    const kind = uniqueKind('stop');
+    let finished = false;
+    const q = queue({ pollMs: 10 });
+    q.register(kind, async () => {
+      await sleep(300);
+      finished = true;
+    });
+    const { id } = await q.enqueue(t.database.db, { kind, tenantId });
+    q.start();
+    await waitFor(async () => (await jobRow(id)).status === 'running');
+    await q.stop();
+    expect(finished).toBe(true);
+    expect((await jobRow(id)).status).toBe('succeeded');
+  });
+
+  it('several workers on one database never run a job twice', async () => {
+    const kind = uniqueKind('shared');
+    const runs = new Map<string, number>();
+    const workers: string[] = [];
+    // On PostgreSQL the second worker has its own connection pool, as a second process would.
+    let second: DatabaseHandle | undefined;
+    if (usingPostgres) {
+      const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(t.database.db);
+      second = await openDatabase({ url: process.env.TEST_DATABASE_URL, schema: rows[0]?.schema, poolSize: 4 });
+    }
+    const make = (name: string, db = t.database.db) => {
+      const q = createJobQueue({ db, log: quiet, pollMs: 5, concurrency: 4 });
+      q.register(kind, async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+        workers.push(name);
+        await sleep(Math.random() * 15);
+      });
+      return q;
+    };
+    const queues = [make('a'), make('b', second?.db ?? t.database.db), make('c')];
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) ids.push((await queues[0]?.enqueue(t.database.db, { kind, tenantId }))?.id ?? '');
+    for (const q of queues) q.start();
+    try {
+      await waitFor(async () => {
+        const { count } = await t.database.db
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll<number>().as('count'))
+          .where('kind', '=', kind)
+          .where('status', '=', 'succeeded')
+          .executeTakeFirstOrThrow();
+        return Number(count) === ids.length;
+      }, 30_000);
+    } finally {
+      await Promise.all(queues.map((q) => q.stop()));
+      await second?.close();
+    }
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect(workers).toHaveLength(ids.length);
+    if (usingPostgres) expect(new Set(workers).size).toBeGreaterThan(1);
+  });
+});
