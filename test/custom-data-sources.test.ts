@@ -1,0 +1,551 @@
+// Custom data sources: real backing tables (created, kept by clear, dropped by delete), row upsert,
+// batch, search ranking, tenant isolation and scopes. Spec: custom data source row; rules 7 and 8.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+const BASE = '/api/v1/custom-data-sources';
+const tableOf = (id: string) => `cds_${id.replace(/-/g, '')}`;
+
+async function tableExists(id: string): Promise<boolean> {
+  const { rows } = await sql<{ t: string | null }>`select to_regclass(${tableOf(id)})::text as t`.execute(
+    t.database.db,
+  );
+  return rows[0]?.t !== null && rows[0]?.t !== undefined;
+}
+
+async function backingTableCount(): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from pg_class where relkind = 'r' and relname like 'cds\\_%'
+      and relnamespace = (select oid from pg_namespace where nspname = current_schema())`.execute(t.database.db);
+  return rows[0]?.n ?? -1;
+}
+
+async function rowCount(id: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(tableOf(id))}`.execute(
+    t.database.db,
+  );
+  return rows[0]?.n ?? -1;
+}
+
+async function newSource(key: string, slug: string, fields?: unknown[]) {
+  const created = await t.call({
+    method: 'POST',
+    url: BASE,
+    key,
+    body: { name: `Source ${slug}`, slug, ...(fields ? { fields } : {}) },
+  });
+  expect(created.status).toBe(201);
+  return created.body as { id: string; slug: string };
+}
+
+const put = (key: string, source: string, externalId: string, body: unknown) =>
+  t.call({ method: 'PUT', url: `${BASE}/${source}/rows/${encodeURIComponent(externalId)}`, key, body });
+
+describe('custom data sources', () => {
+  it('creates a source (201) with its own backing table, and lists and gets it by id and by slug', async () => {
+    const { key } = await t.tenant();
+    const created = await t.call({
+      method: 'POST',
+      url: BASE,
+      key,
+      body: { name: 'Orders', slug: 'orders', fields: [{ name: 'price', type: 'number', required: true }] },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      object: 'custom_data_source',
+      name: 'Orders',
+      slug: 'orders',
+      fields: [{ name: 'price', type: 'number', required: true }],
+    });
+    expect(await tableExists(created.body.id)).toBe(true);
+
+    const bySlug = await t.call({ url: `${BASE}/orders`, key });
+    const byId = await t.call({ url: `${BASE}/${created.body.id}`, key });
+    expect(bySlug.status).toBe(200);
+    expect(byId.body).toEqual(bySlug.body);
+    const list = await t.call({ url: BASE, key });
+    expect(list.body).toMatchObject({ object: 'list', has_more: false, next_cursor: null });
+    expect(list.body.data.map((s: { id: string }) => s.id)).toEqual([created.body.id]);
+  });
+
+  it('refuses a second source with the same slug (409 conflict, param slug) and creates no table', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'plans');
+    const before = await backingTableCount();
+    const again = await t.call({ method: 'POST', url: BASE, key, body: { name: 'Plans 2', slug: 'plans' } });
+    expectError(again, 409, 'conflict', 'slug');
+    expect(await backingTableCount()).toBe(before);
+    const list = await t.call({ url: BASE, key });
+    expect(list.body.data).toHaveLength(1);
+  });
+
+  it('refuses a slug with SQL in it (422 validation_error, param slug), a UUID-shaped slug, and bad fields', async () => {
+    const { key } = await t.tenant();
+    for (const slug of ['x"; drop table tenants; --', "orders'); delete from api_keys; --", 'Orders', '', '-x']) {
+      expectError(
+        await t.call({ method: 'POST', url: BASE, key, body: { name: 'Bad', slug } }),
+        422,
+        'validation_error',
+        'slug',
+      );
+    }
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: BASE,
+        key,
+        body: { name: 'Bad', slug: '0190a6f8-1234-7abc-8def-0123456789ab' },
+      }),
+      422,
+      'validation_error',
+      'slug',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: BASE,
+        key,
+        body: {
+          name: 'Bad',
+          slug: 'ok',
+          fields: [
+            { name: 'a', type: 'string' },
+            { name: 'a', type: 'number' },
+          ],
+        },
+      }),
+      422,
+      'validation_error',
+      'fields[1].name',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: BASE,
+        key,
+        body: { name: 'Bad', slug: 'ok', fields: [{ name: 'a', type: 'money' }] },
+      }),
+      422,
+      'validation_error',
+      'fields[0].type',
+    );
+    expectError(
+      await t.call({ method: 'POST', url: BASE, key, body: { name: 'No slug' } }),
+      422,
+      'missing_required_parameter',
+      'slug',
+    );
+    expect((await t.call({ url: BASE, key })).body.data).toEqual([]);
+  });
+
+  it('upserts a row: 201 when created, 200 when replaced, and reads back the spec row record exactly', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'stores');
+    const first = await put(key, 'stores', 'store-1', {
+      data: { city: 'Lyon', open: true },
+      tags: ['fr', 'fr', 'city'],
+      searchable_text: 'Lyon store',
+    });
+    expect(first.status).toBe(201);
+    expect(Object.keys(first.body).sort()).toEqual(
+      ['content', 'data', 'external_id', 'id', 'score', 'searchable_text', 'tags', 'updated_at'].sort(),
+    );
+    expect(first.body).toMatchObject({
+      external_id: 'store-1',
+      data: { city: 'Lyon', open: true },
+      tags: ['fr', 'city'],
+      searchable_text: 'Lyon store',
+      content: '',
+      score: null,
+    });
+
+    const second = await put(key, 'stores', 'store-1', { data: { city: 'Paris' } });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ id: first.body.id, data: { city: 'Paris' }, tags: [], searchable_text: '' });
+
+    const read = await t.call({ url: `${BASE}/stores/rows/store-1`, key });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(second.body);
+  });
+
+  it('routes external ids with slashes and unicode, URL-encoded in the path', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'paths');
+    const slashed = await t.call({ method: 'PUT', url: `${BASE}/paths/rows/a%2Fb`, key, body: { data: { n: 1 } } });
+    expect(slashed.status).toBe(201);
+    expect(slashed.body.external_id).toBe('a/b');
+    const unicode = 'café/東京 ✓';
+    expect((await put(key, 'paths', unicode, { data: { n: 2 } })).status).toBe(201);
+
+    expect((await t.call({ url: `${BASE}/paths/rows/a%2Fb`, key })).body.data).toEqual({ n: 1 });
+    const readUnicode = await t.call({ url: `${BASE}/paths/rows/${encodeURIComponent(unicode)}`, key });
+    expect(readUnicode.body).toMatchObject({ external_id: unicode, data: { n: 2 } });
+    // `a/b` unencoded is another path, which names no row route.
+    expectError(await t.call({ url: `${BASE}/paths/rows/a/b`, key }), 404, 'not_found');
+
+    const deleted = await t.call({ method: 'DELETE', url: `${BASE}/paths/rows/a%2Fb`, key });
+    expect(deleted.body).toEqual({ id: slashed.body.id, object: 'deleted', deleted: true });
+    expectError(await t.call({ url: `${BASE}/paths/rows/a%2Fb`, key }), 404, 'not_found');
+    expectError(await t.call({ method: 'DELETE', url: `${BASE}/paths/rows/a%2Fb`, key }), 404, 'not_found');
+    expect(
+      (await t.call({ url: `${BASE}/paths/rows`, key })).body.data.map((r: { external_id: string }) => r.external_id),
+    ).toEqual([unicode]);
+  });
+
+  it('refuses external ids with control characters or over 100 characters (422, param external_id)', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'ids');
+    expectError(await put(key, 'ids', 'a\u0001b', { data: {} }), 422, 'validation_error', 'external_id');
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: `${BASE}/ids/rows/batch`,
+        key,
+        body: { rows: [{ external_id: 'x'.repeat(101), data: {} }] },
+      }),
+      422,
+      'validation_error',
+      'rows[0].external_id',
+    );
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: `${BASE}/ids/rows/batch`,
+        key,
+        body: { rows: [{ external_id: '😀'.repeat(60), data: {} }] },
+      }),
+      422,
+      'validation_error',
+      'rows[0].external_id',
+    );
+    expect(await rowCount((await t.call({ url: `${BASE}/ids`, key })).body.id)).toBe(0);
+  });
+
+  it('checks row data against declared fields (422 naming data.<field>), batch rows as rows[i].data.<field>', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'priced', [
+      { name: 'price', type: 'number', required: true },
+      { name: 'sku', type: 'string' },
+      { name: 'since', type: 'date' },
+    ]);
+    expectError(
+      await put(key, 'priced', 'p1', { data: { sku: 'A' } }),
+      422,
+      'missing_required_parameter',
+      'data.price',
+    );
+    expectError(await put(key, 'priced', 'p1', { data: { price: '12' } }), 422, 'validation_error', 'data.price');
+    expectError(await put(key, 'priced', 'p1', { data: { price: 1, sku: 5 } }), 422, 'validation_error', 'data.sku');
+    expectError(
+      await put(key, 'priced', 'p1', { data: { price: 1, since: 'yesterday' } }),
+      422,
+      'validation_error',
+      'data.since',
+    );
+    expect((await put(key, 'priced', 'p1', { data: { price: 1, since: '2024-05-01', extra: [1] } })).status).toBe(201);
+
+    const batch = await t.call({
+      method: 'POST',
+      url: `${BASE}/priced/rows/batch`,
+      key,
+      body: {
+        rows: [
+          { external_id: 'p2', data: { price: 2 } },
+          { external_id: 'p3', data: { price: 'three' } },
+        ],
+      },
+    });
+    expectError(batch, 422, 'validation_error', 'rows[1].data.price');
+    expect(await rowCount(source.id)).toBe(1);
+  });
+
+  it('refuses data nested more than 32 levels (422 validation_error, param data), never a 500', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'deep');
+    const nest = (levels: number) => {
+      let value: Record<string, unknown> = { leaf: true };
+      for (let i = 1; i < levels; i++) value = { a: value };
+      return value;
+    };
+    expect((await put(key, 'deep', 'ok', { data: nest(32) })).status).toBe(201);
+    expectError(await put(key, 'deep', 'too-deep', { data: nest(33) }), 422, 'validation_error', 'data');
+    // Hostile nesting, sent as raw text so the test itself does not recurse.
+    const hostile = `{"data":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}`;
+    const deep = await t.call({
+      method: 'PUT',
+      url: `${BASE}/deep/rows/hostile`,
+      key,
+      body: hostile,
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(deep, 422, 'validation_error', 'data');
+    expectError(await put(key, 'deep', 'nul', { data: { a: 'x\u0000y' } }), 422, 'validation_error', 'data');
+    expectError(await put(key, 'deep', 'arr', { data: [1, 2] }), 422, 'validation_error', 'data');
+    expectError(await t.call({ url: `${BASE}/deep/rows/too-deep`, key }), 404, 'not_found');
+  });
+
+  it('answers a huge body with 413 request_too_large and unindexable text with 422, never a 500', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'huge');
+    const tooBig = await put(key, 'huge', 'big', { data: { blob: 'x'.repeat(t.config.bodyLimitBytes + 1) } });
+    expectError(tooBig, 413, 'request_too_large');
+    const words = Array.from({ length: 300_000 }, (_, i) => `w${i}`).join(' ');
+    expectError(await put(key, 'huge', 'words', { data: {}, content: words }), 422, 'validation_error', 'content');
+    const large = await put(key, 'huge', 'large', { data: { blob: 'y'.repeat(2_000_000) } });
+    expect(large.status).toBe(201);
+    expect((await t.call({ url: `${BASE}/huge/rows/large`, key })).body.data.blob).toHaveLength(2_000_000);
+    expect(
+      (await t.call({ url: `${BASE}/huge/rows`, key })).body.data.map((r: { external_id: string }) => r.external_id),
+    ).toEqual(['large']);
+  });
+
+  it('writes a batch of up to 100 rows all or nothing; 101 is too_many_items, 0 is empty_items, repeats are refused', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'bulk');
+    const rows = (n: number, prefix = 'r') =>
+      Array.from({ length: n }, (_, i) => ({ external_id: `${prefix}${i}`, data: { i } }));
+    const batch = (body: unknown) => t.call({ method: 'POST', url: `${BASE}/bulk/rows/batch`, key, body });
+
+    expectError(await batch({ rows: rows(101) }), 422, 'too_many_items', 'rows');
+    expectError(await batch({ rows: [] }), 422, 'empty_items', 'rows');
+    expectError(
+      await batch({ rows: [...rows(3), { external_id: 'r1', data: {} }] }),
+      422,
+      'validation_error',
+      'rows[3].external_id',
+    );
+    expect(await rowCount(source.id)).toBe(0);
+
+    const full = await batch({ rows: rows(100) });
+    expect(full.status).toBe(200);
+    expect(full.body).toMatchObject({ object: 'rows_upserted', created_count: 100, updated_count: 0 });
+    expect(full.body.data.map((r: { external_id: string }) => r.external_id)).toEqual(
+      rows(100).map((r) => r.external_id),
+    );
+
+    const mixed = await batch({
+      rows: [
+        { external_id: 'r5', data: { i: 'five' } },
+        { external_id: 'new', data: {} },
+      ],
+    });
+    expect(mixed.body).toMatchObject({ created_count: 1, updated_count: 1 });
+    expect(await rowCount(source.id)).toBe(101);
+    expect((await t.call({ url: `${BASE}/bulk/rows/r5`, key })).body.data).toEqual({ i: 'five' });
+  });
+
+  it('lists rows newest first with a cursor, and filters by tag', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'listing');
+    for (let i = 0; i < 5; i++)
+      await put(key, 'listing', `row-${i}`, { data: { i }, tags: i % 2 === 0 ? ['even'] : ['odd'] });
+
+    const page1 = await t.call({ url: `${BASE}/listing/rows?limit=2`, key });
+    expect(page1.body.data.map((r: { external_id: string }) => r.external_id)).toEqual(['row-4', 'row-3']);
+    expect(page1.body.has_more).toBe(true);
+    const page2 = await t.call({ url: `${BASE}/listing/rows?limit=2&cursor=${page1.body.next_cursor}`, key });
+    const page3 = await t.call({ url: `${BASE}/listing/rows?limit=2&cursor=${page2.body.next_cursor}`, key });
+    expect(page2.body.data.map((r: { external_id: string }) => r.external_id)).toEqual(['row-2', 'row-1']);
+    expect(page3.body).toMatchObject({ has_more: false, next_cursor: null });
+    expect(page3.body.data.map((r: { external_id: string }) => r.external_id)).toEqual(['row-0']);
+
+    const even = await t.call({ url: `${BASE}/listing/rows?tag=even`, key });
+    expect(even.body.data.map((r: { external_id: string }) => r.external_id)).toEqual(['row-4', 'row-2', 'row-0']);
+    expect(even.body.data.every((r: { score: unknown }) => r.score === null)).toBe(true);
+    expectError(await t.call({ url: `${BASE}/listing/rows?cursor=garbage`, key }), 422, 'validation_error', 'cursor');
+  });
+
+  it('ranks q matches by score, best first, and pages through them with the ranked cursor', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'faq');
+    await put(key, 'faq', 'weak', { data: {}, content: 'Our shipping policy covers most countries and regions.' });
+    await put(key, 'faq', 'best', {
+      data: {},
+      searchable_text: 'refund policy',
+      content: 'Refund within 30 days: the refund policy explains every refund.',
+    });
+    await put(key, 'faq', 'middle', { data: {}, content: 'A refund can be asked for by mail.' });
+    await put(key, 'faq', 'none', { data: {}, searchable_text: 'opening hours', content: 'We open at nine.' });
+
+    const ranked = await t.call({ url: `${BASE}/faq/rows?q=${encodeURIComponent('refund policy')}`, key });
+    expect(ranked.status).toBe(200);
+    expect(ranked.body.data[0].external_id).toBe('best');
+    const scores = ranked.body.data.map((r: { score: number }) => r.score);
+    expect(scores.every((s: unknown) => typeof s === 'number' && s > 0)).toBe(true);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+
+    const orQuery = encodeURIComponent('refund or shipping');
+    const all = await t.call({ url: `${BASE}/faq/rows?q=${orQuery}`, key });
+    expect(all.body.data.map((r: { external_id: string }) => r.external_id)).not.toContain('none');
+    expect(all.body.data[0].external_id).toBe('best');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { external_id: string }[]; next_cursor: string | null } } = await t.call({
+        url: `${BASE}/faq/rows?q=${orQuery}&limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+        key,
+      });
+      seen.push(...page.body.data.map((r) => r.external_id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(all.body.data.map((r: { external_id: string }) => r.external_id));
+    expect(seen).toHaveLength(3);
+
+    expect((await t.call({ url: `${BASE}/faq/rows?q=nothingmatches`, key })).body.data).toEqual([]);
+    expect(
+      (await t.call({ url: `${BASE}/faq/rows?q=${encodeURIComponent("'); drop table x; --")}`, key })).status,
+    ).toBe(200);
+  });
+
+  it('clears every row in one statement and keeps the source, its table and fields; new rows can be written at once', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'clearable', [{ name: 'n', type: 'number' }]);
+    await put(key, 'clearable', 'a', { data: { n: 1 } });
+    await put(key, 'clearable', 'b', { data: { n: 2 } });
+    const cleared = await t.call({ method: 'POST', url: `${BASE}/clearable/rows/clear`, key });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toEqual({ object: 'rows_cleared', deleted_count: 2 });
+    expect(await tableExists(source.id)).toBe(true);
+    expect((await t.call({ url: `${BASE}/clearable`, key })).body.fields).toEqual([{ name: 'n', type: 'number' }]);
+    expect((await t.call({ url: `${BASE}/clearable/rows`, key })).body.data).toEqual([]);
+    expect((await put(key, 'clearable', 'a', { data: { n: 3 } })).status).toBe(201);
+    expectError(await put(key, 'clearable', 'c', { data: { n: 'x' } }), 422, 'validation_error', 'data.n');
+    expect((await t.call({ method: 'POST', url: `${BASE}/clearable/rows/clear`, key })).body.deleted_count).toBe(1);
+    expect((await t.call({ method: 'POST', url: `${BASE}/clearable/rows/clear`, key })).body).toEqual({
+      object: 'rows_cleared',
+      deleted_count: 0,
+    });
+  });
+
+  it('clears a 100,000-row source in one call answering deleted_count 100000', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'big');
+    await sql`
+      insert into ${sql.table(tableOf(source.id))} (id, external_id, data, tags, searchable_text)
+      select gen_random_uuid(), 'row-' || g, jsonb_build_object('n', g), array['seed'], 'row ' || g
+      from generate_series(1, 100000) as g`.execute(t.database.db);
+    expect(await rowCount(source.id)).toBe(100_000);
+    const cleared = await t.call({ method: 'POST', url: `${BASE}/big/rows/clear`, key });
+    expect(cleared.body).toEqual({ object: 'rows_cleared', deleted_count: 100_000 });
+    expect(await rowCount(source.id)).toBe(0);
+    expect(await tableExists(source.id)).toBe(true);
+  });
+
+  it('deletes a source: the backing table is dropped, and the source and its rows answer 404', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'doomed');
+    await put(key, 'doomed', 'r1', { data: {} });
+    const deleted = await t.call({ method: 'DELETE', url: `${BASE}/doomed`, key });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ id: source.id, object: 'deleted', deleted: true });
+    expect(await tableExists(source.id)).toBe(false);
+
+    expectError(await t.call({ url: `${BASE}/doomed`, key }), 404, 'not_found');
+    expectError(await t.call({ url: `${BASE}/${source.id}`, key }), 404, 'not_found');
+    expectError(await t.call({ url: `${BASE}/doomed/rows/r1`, key }), 404, 'not_found');
+    expectError(await t.call({ url: `${BASE}/doomed/rows`, key }), 404, 'not_found');
+    expectError(await put(key, 'doomed', 'r2', { data: {} }), 404, 'not_found');
+    expectError(await t.call({ method: 'DELETE', url: `${BASE}/doomed`, key }), 404, 'not_found');
+    // The slug is free again, with a new table.
+    const again = await newSource(key, 'doomed');
+    expect(again.id).not.toBe(source.id);
+    expect(await tableExists(again.id)).toBe(true);
+  });
+
+  it('answers 404 for an unknown source on every route', async () => {
+    const { key } = await t.tenant();
+    for (const source of ['nope', '0190a6f8-1234-7abc-8def-0123456789ab']) {
+      expectError(await t.call({ url: `${BASE}/${source}`, key }), 404, 'not_found');
+      expectError(await t.call({ url: `${BASE}/${source}/rows`, key }), 404, 'not_found');
+      expectError(await put(key, source, 'x', { data: {} }), 404, 'not_found');
+      expectError(await t.call({ method: 'POST', url: `${BASE}/${source}/rows/clear`, key }), 404, 'not_found');
+    }
+  });
+
+  it("answers 404 on every id-bearing route for another tenant's source, and leaves its rows alone", async () => {
+    const owner = await t.tenant();
+    const other = await t.tenant();
+    const source = await newSource(owner.key, 'private');
+    await put(owner.key, 'private', 'secret', { data: { v: 1 } });
+    const key = other.key;
+    for (const ref of ['private', source.id]) {
+      const u = `${BASE}/${ref}`;
+      expectError(await t.call({ url: u, key }), 404, 'not_found');
+      expectError(await t.call({ url: `${u}/rows`, key }), 404, 'not_found');
+      expectError(await t.call({ url: `${u}/rows/secret`, key }), 404, 'not_found');
+      expectError(await put(key, ref, 'secret', { data: { v: 2 } }), 404, 'not_found');
+      expectError(
+        await t.call({ method: 'POST', url: `${u}/rows/batch`, key, body: { rows: [{ external_id: 'x', data: {} }] } }),
+        404,
+        'not_found',
+      );
+      expectError(await t.call({ method: 'DELETE', url: `${u}/rows/secret`, key }), 404, 'not_found');
+      expectError(await t.call({ method: 'POST', url: `${u}/rows/clear`, key }), 404, 'not_found');
+      expectError(await t.call({ method: 'DELETE', url: u, key }), 404, 'not_found');
+    }
+    expect((await t.call({ url: BASE, key })).body.data).toEqual([]);
+    // The same slug is free in the other tenant, with a table of its own.
+    const mine = await newSource(key, 'private');
+    expect(mine.id).not.toBe(source.id);
+    expect((await t.call({ url: `${BASE}/private/rows/secret`, key: owner.key })).body.data).toEqual({ v: 1 });
+    expect(await tableExists(source.id)).toBe(true);
+  });
+
+  it('needs knowledge:write to change anything (403 insufficient_scope); knowledge:read may read', async () => {
+    const owner = await t.tenant();
+    await newSource(owner.key, 'scoped');
+    await put(owner.key, 'scoped', 'r', { data: {} });
+    const reader = await t.key(owner.tenantId, ['knowledge:read']);
+    expectError(
+      await t.call({ method: 'POST', url: BASE, key: reader, body: { name: 'x', slug: 'x' } }),
+      403,
+      'insufficient_scope',
+    );
+    expectError(await put(reader, 'scoped', 'r', { data: {} }), 403, 'insufficient_scope');
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: `${BASE}/scoped/rows/batch`,
+        key: reader,
+        body: { rows: [{ external_id: 'x', data: {} }] },
+      }),
+      403,
+      'insufficient_scope',
+    );
+    expectError(
+      await t.call({ method: 'DELETE', url: `${BASE}/scoped/rows/r`, key: reader }),
+      403,
+      'insufficient_scope',
+    );
+    expectError(
+      await t.call({ method: 'POST', url: `${BASE}/scoped/rows/clear`, key: reader }),
+      403,
+      'insufficient_scope',
+    );
+    expectError(await t.call({ method: 'DELETE', url: `${BASE}/scoped`, key: reader }), 403, 'insufficient_scope');
+    expect((await t.call({ url: `${BASE}/scoped/rows/r`, key: reader })).status).toBe(200);
+    expect((await t.call({ url: `${BASE}/scoped/rows`, key: reader })).body.data).toHaveLength(1);
+    const other = await t.key(owner.tenantId, ['apps:write']);
+    expectError(await t.call({ url: `${BASE}/scoped`, key: other }), 403, 'insufficient_scope');
+  });
+
+  it('publishes its operations in the OpenAPI document with destructive operations marked', async () => {
+    const doc = await t.call({ url: '/api/v1/openapi.json' });
+    expect(doc.status).toBe(200);
+    const paths = doc.body.paths as Record<string, Record<string, { operationId: string }>>;
+    expect(paths['/api/v1/custom-data-sources/{id_or_slug}/rows/clear']?.post?.operationId).toBe(
+      'clearCustomDataSourceRows',
+    );
+    expect(paths['/api/v1/custom-data-sources/{id_or_slug}/rows/{external_id}']?.put?.operationId).toBe(
+      'upsertCustomDataSourceRow',
+    );
+  });
+});
