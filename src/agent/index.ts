@@ -1,0 +1,52 @@
+// Wiring of the agent area: agents, conversations and the turn engine with its provider, built
+// from the configuration and the knowledge functions the engine is given (search, gaps).
+import { type Config, ConfigError } from '../config.js';
+import type { Db } from '../db/client.js';
+import { createAgentService } from '../domain/agents.js';
+import { createConversationService } from '../domain/conversations.js';
+import { createBuiltinProvider } from './builtin-provider.js';
+import { type AgentEngineDeps, createAgentEngine } from './engine.js';
+import { createOpenAiProvider } from './openai-provider.js';
+import type { Provider } from './types.js';
+
+type LlmConfig = Pick<Config, 'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs'>;
+
+/** `openai` when LLM_BASE_URL is set (LLM_MODEL is then required), else `builtin`. */
+export function createProvider(config: LlmConfig): Provider {
+  if (!config.llmBaseUrl) return createBuiltinProvider();
+  if (!config.llmModel) throw new ConfigError('LLM_MODEL is required when LLM_BASE_URL is set');
+  return createOpenAiProvider({
+    baseUrl: config.llmBaseUrl,
+    apiKey: config.llmApiKey,
+    model: config.llmModel,
+    timeoutMs: config.llmTimeoutMs,
+  });
+}
+
+export interface AgentAreaDeps {
+  db: Db;
+  config: LlmConfig & Pick<Config, 'clientFunctionTimeoutMs' | 'sseHeartbeatMs'>;
+  searchKnowledge: AgentEngineDeps['searchKnowledge'];
+  recordGap: AgentEngineDeps['recordGap'];
+  minRank?: number;
+}
+
+export function createAgentArea({ db, config, searchKnowledge, recordGap, minRank }: AgentAreaDeps) {
+  const agents = createAgentService({ db });
+  const conversations = createConversationService({ db });
+  const engine = createAgentEngine({
+    db,
+    provider: createProvider(config),
+    agents,
+    conversations,
+    searchKnowledge,
+    recordGap,
+    clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
+    ...(minRank !== undefined ? { minRank } : {}),
+  });
+  return {
+    agents,
+    conversations,
+    agent: Object.assign(engine, { sseHeartbeatMs: config.sseHeartbeatMs }),
+  };
+}

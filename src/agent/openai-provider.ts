@@ -1,0 +1,287 @@
+// The `openai` provider (DESIGN.md §8): any OpenAI-compatible chat-completions server with tool
+// calling and streaming (OpenAI, Azure, vLLM, Ollama, LM Studio). One step is one streamed
+// `POST {LLM_BASE_URL}/chat/completions`; text deltas are forwarded as they arrive and tool calls
+// are gathered from their fragments. Every failure becomes a ProviderError with a reason a
+// person can read, which ends the turn FAILED.
+import { newCallId } from './builtin-provider.js';
+import {
+  type Citation,
+  type Provider,
+  ProviderError,
+  type StepRequest,
+  type StepResult,
+  type ToolCall,
+  type TurnItem,
+} from './types.js';
+
+export interface OpenAiProviderOptions {
+  /** The API root, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended. */
+  baseUrl: string;
+  apiKey?: string | undefined;
+  model: string;
+  timeoutMs: number;
+}
+
+interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
+interface ChunkToolCall {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+interface Choice {
+  delta?: { content?: string | null; tool_calls?: ChunkToolCall[] };
+  message?: { content?: string | null; tool_calls?: ChunkToolCall[] };
+  finish_reason?: string | null;
+}
+
+const APPLICATION_PREFIX = '[application event] ';
+
+function systemPrompt(request: StepRequest): string {
+  const parts = [`You are ${request.agentName}, a customer support agent.`];
+  if (request.instructions) parts.push(request.instructions);
+  if (request.language) parts.push(`Answer in the language whose code is '${request.language}'.`);
+  if (request.context && Object.keys(request.context).length > 0) {
+    parts.push(`Context sent by the application (JSON): ${JSON.stringify(request.context)}`);
+  }
+  if (request.passages.length > 0) {
+    parts.push(
+      'Knowledge passages from the workspace documents. When you use one, cite it with its marker, e.g. [1]. ' +
+        'If they do not answer the question, say that you do not know.',
+    );
+    request.passages.forEach((passage, i) => {
+      parts.push(`[${i + 1}] ${passage.title}\n${passage.content}`);
+    });
+  } else {
+    parts.push('No workspace document matches this question; if you cannot answer it, say that you do not know.');
+  }
+  return parts.join('\n\n');
+}
+
+function itemMessages(items: TurnItem[]): ChatMessage[] {
+  return items.map((item): ChatMessage => {
+    if (item.type === 'input') {
+      return {
+        role: 'user',
+        content: item.author === 'application' ? APPLICATION_PREFIX + item.content : item.content,
+      };
+    }
+    if (item.type === 'assistant') {
+      return {
+        role: 'assistant',
+        content: item.text === '' ? null : item.text,
+        ...(item.calls.length > 0
+          ? {
+              tool_calls: item.calls.map((call) => ({
+                id: call.call_id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+              })),
+            }
+          : {}),
+      };
+    }
+    return { role: 'tool', tool_call_id: item.call_id, content: JSON.stringify(item.output ?? null) };
+  });
+}
+
+export function chatMessages(request: StepRequest): ChatMessage[] {
+  return [
+    { role: 'system', content: systemPrompt(request) },
+    ...request.history.map(
+      (m): ChatMessage => ({
+        role: m.author === 'agent' ? 'assistant' : 'user',
+        content: m.author === 'application' ? APPLICATION_PREFIX + m.content : m.content,
+      }),
+    ),
+    ...itemMessages(request.items),
+  ];
+}
+
+function parseArguments(raw: string): Record<string, unknown> {
+  if (raw.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : { value: parsed };
+  } catch {
+    return { invalid_arguments: raw };
+  }
+}
+
+/** Citations for the `[n]` markers the text uses. */
+function citationsIn(text: string, request: StepRequest): Citation[] {
+  const used = new Set<number>();
+  for (const match of text.matchAll(/\[(\d{1,3})\]/g)) used.add(Number(match[1]));
+  const citations: Citation[] = [];
+  for (const n of [...used].sort((a, b) => a - b)) {
+    const passage = request.passages[n - 1];
+    if (!passage || citations.some((c) => c.document_id === passage.document_id)) continue;
+    citations.push({
+      document_id: passage.document_id,
+      title: passage.title,
+      source_id: passage.source_id,
+      language: passage.language,
+      snippet: passage.snippet,
+    });
+  }
+  return citations;
+}
+
+function errorMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+    if (typeof parsed.error?.message === 'string') return parsed.error.message;
+    if (typeof parsed.message === 'string') return parsed.message;
+  } catch {
+    /* not JSON: use the text */
+  }
+  return body.trim().slice(0, 300) || 'no details given';
+}
+
+/**
+ * Reads `data:` payloads of a Server-Sent Events body. Written here because the only SSE parser
+ * installed (eventsource-parser) is a development dependency; the format needed is small.
+ */
+async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let newline = buffer.search(/\r\n|\r|\n/);
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
+      if (line === '') {
+        if (data.length > 0) yield data.join('\n');
+        data = [];
+      } else if (line.startsWith('data:')) {
+        data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+      }
+      newline = buffer.search(/\r\n|\r|\n/);
+    }
+  }
+  if (buffer.startsWith('data:')) data.push(buffer.slice(buffer.startsWith('data: ') ? 6 : 5));
+  if (data.length > 0) yield data.join('\n');
+}
+
+export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
+  const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+
+  async function call(request: StepRequest, signal: AbortSignal): Promise<StepResult> {
+    const tools = request.tools.map((tool) => ({
+      type: 'function' as const,
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
+    const response = await fetch(endpoint, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream, application/json',
+        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      },
+      body: JSON.stringify({
+        model: options.model,
+        stream: true,
+        messages: chatMessages(request),
+        ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
+      }),
+      signal,
+    });
+    if (!response.ok) {
+      const text = await response.text().catch(() => '');
+      throw new ProviderError(
+        'provider_error',
+        `The language model server answered ${response.status}: ${errorMessage(text)}`,
+      );
+    }
+
+    let text = '';
+    const fragments = new Map<number, { name: string; arguments: string }>();
+    const take = (choice: Choice | undefined, streamed: boolean) => {
+      const part = streamed ? choice?.delta : choice?.message;
+      if (typeof part?.content === 'string' && part.content !== '') {
+        text += part.content;
+        request.onDelta(part.content);
+      }
+      for (const [position, fragment] of (part?.tool_calls ?? []).entries()) {
+        const index = fragment.index ?? position;
+        const current = fragments.get(index) ?? { name: '', arguments: '' };
+        current.name += fragment.function?.name ?? '';
+        current.arguments += fragment.function?.arguments ?? '';
+        fragments.set(index, current);
+      }
+    };
+
+    const type = response.headers.get('content-type') ?? '';
+    if (type.includes('text/event-stream') && response.body) {
+      for await (const data of sseData(response.body)) {
+        if (data.trim() === '[DONE]') break;
+        let chunk: { choices?: Choice[]; error?: unknown };
+        try {
+          chunk = JSON.parse(data);
+        } catch {
+          throw new ProviderError('provider_error', 'The language model server sent a stream chunk that is not JSON.');
+        }
+        if (chunk.error !== undefined) {
+          throw new ProviderError(
+            'provider_error',
+            `The language model server reported an error: ${errorMessage(JSON.stringify(chunk))}`,
+          );
+        }
+        take(chunk.choices?.[0], true);
+      }
+    } else {
+      // A server that ignores `stream: true` answers with one completion.
+      const body = (await response.json().catch(() => {
+        throw new ProviderError('provider_error', 'The language model server answered with a body that is not JSON.');
+      })) as { choices?: Choice[] };
+      take(body.choices?.[0], false);
+    }
+
+    const calls: ToolCall[] = [...fragments.entries()]
+      .sort(([a], [b]) => a - b)
+      .filter(([, fragment]) => fragment.name !== '')
+      .map(([, fragment]) => ({
+        call_id: newCallId(),
+        name: fragment.name,
+        arguments: parseArguments(fragment.arguments),
+      }));
+    return { text, calls, citations: citationsIn(text, request) };
+  }
+
+  return {
+    name: 'openai',
+    async step(request: StepRequest): Promise<StepResult> {
+      const timeout = AbortSignal.timeout(options.timeoutMs);
+      const signal = AbortSignal.any([request.signal, timeout]);
+      try {
+        return await call(request, signal);
+      } catch (error) {
+        if (error instanceof ProviderError) throw error;
+        if (timeout.aborted) {
+          throw new ProviderError(
+            'provider_timeout',
+            `The language model did not answer within ${options.timeoutMs} ms.`,
+          );
+        }
+        if (request.signal.aborted) throw new ProviderError('provider_error', 'The turn was stopped.');
+        const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+        const detail = typeof cause?.code === 'string' ? cause.code : error instanceof Error ? error.message : '';
+        throw new ProviderError(
+          'provider_unreachable',
+          `The language model server could not be reached${detail ? ` (${detail})` : ''}.`,
+        );
+      }
+    },
+  };
+}
