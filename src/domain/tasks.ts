@@ -1,0 +1,321 @@
+// Tasks and their comments (DESIGN.md §7, tasks; spec: task comment, behaviour rule 3).
+// Every task has a per-tenant identifier `TASK-<n>`; `n` comes from a counter row incremented in
+// the same transaction as the insert, so numbers run 1, 2, 3… with no gap and no repeat however
+// many creations race. A task is addressed by its UUID or its identifier, on every route.
+// A comment's mentions name staff users of the tenant; each mentioned user is notified.
+import type { Db } from '../db/client.js';
+import type { EmitEvent } from './events.js';
+import { isUuid, newId } from '../lib/ids.js';
+import { iso } from '../lib/time.js';
+import { InvalidParametersError, NotFoundError } from './errors.js';
+import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { checkUuid, findStaff, type PersonSummary } from './users.js';
+
+export const TASK_IDENTIFIER = /^TASK-([1-9][0-9]{0,8})$/;
+
+export interface TaskRecord {
+  id: string;
+  object: 'task';
+  identifier: string;
+  title: string;
+  description: string | null;
+  assignee_id: string | null;
+  assignee: PersonSummary | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskCommentRecord {
+  id: string;
+  object: 'task_comment';
+  task_id: string;
+  content: string;
+  mentions: PersonSummary[];
+  author: PersonSummary;
+  created_at: string;
+  edited_at: string | null;
+}
+
+/** Who calls: the API key, which is the comment's author when no `author_id` is sent. */
+export interface Caller {
+  keyId: string;
+  keyName: string;
+}
+
+export const identifierOf = (n: number) => `TASK-${n}`;
+
+interface TaskRow {
+  id: string;
+  number: number;
+  title: string;
+  description: string | null;
+  assignee_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const TASK_COLUMNS = ['id', 'number', 'title', 'description', 'assignee_id', 'created_at', 'updated_at'] as const;
+
+/** The task a path names (UUID or `TASK-<n>`) in this tenant, or `not_found`. */
+export async function findTask(db: Db, tenantId: string, ref: string): Promise<TaskRow> {
+  const byNumber = TASK_IDENTIFIER.exec(ref);
+  if (!byNumber && !isUuid(ref)) throw new NotFoundError('task', ref);
+  let query = db.selectFrom('tasks').select(TASK_COLUMNS).where('tenant_id', '=', tenantId);
+  query = byNumber ? query.where('number', '=', Number(byNumber[1])) : query.where('id', '=', ref);
+  const row = await query.executeTakeFirst();
+  if (!row) throw new NotFoundError('task', ref);
+  return row;
+}
+
+const toTaskRecord = (row: TaskRow, assignee: PersonSummary | null): TaskRecord => ({
+  id: row.id,
+  object: 'task',
+  identifier: identifierOf(row.number),
+  title: row.title,
+  description: row.description,
+  assignee_id: row.assignee_id,
+  assignee,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+});
+
+interface CommentRow {
+  id: string;
+  task_id: string;
+  content: string;
+  author_user_id: string | null;
+  author_key_id: string | null;
+  author_key_name: string | null;
+  created_at: Date;
+  edited_at: Date | null;
+}
+
+export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitEvent }) {
+  async function taskRecords(executor: Db, tenantId: string, rows: TaskRow[]) {
+    const assignees = await findStaff(
+      executor,
+      tenantId,
+      rows.flatMap((r) => (r.assignee_id ? [r.assignee_id] : [])),
+    );
+    return rows.map((row) => toTaskRecord(row, (row.assignee_id && assignees.get(row.assignee_id)) || null));
+  }
+
+  /** Comments with their authors and mentions, in the order given. */
+  async function commentRecords(executor: Db, tenantId: string, rows: CommentRow[]): Promise<TaskCommentRecord[]> {
+    if (rows.length === 0) return [];
+    const mentionRows = await executor
+      .selectFrom('task_comment_mentions as m')
+      .innerJoin('users as u', 'u.id', 'm.user_id')
+      .select(['m.comment_id', 'u.id', 'u.name', 'u.email'])
+      .where('m.tenant_id', '=', tenantId)
+      .where(
+        'm.comment_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .orderBy('m.comment_id')
+      .orderBy('m.position')
+      .execute();
+    const mentions = new Map<string, PersonSummary[]>();
+    for (const { comment_id, ...person } of mentionRows) {
+      mentions.set(comment_id, [...(mentions.get(comment_id) ?? []), person]);
+    }
+    const authors = await findStaff(
+      executor,
+      tenantId,
+      rows.flatMap((r) => (r.author_user_id ? [r.author_user_id] : [])),
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      object: 'task_comment',
+      task_id: row.task_id,
+      content: row.content,
+      mentions: mentions.get(row.id) ?? [],
+      author: authorOf(row, authors),
+      created_at: iso(row.created_at),
+      edited_at: iso(row.edited_at),
+    }));
+  }
+
+  return {
+    async createTask(
+      tenantId: string,
+      input: { title: string; description?: string | undefined; assignee_id?: string | undefined },
+    ): Promise<TaskRecord> {
+      const assigneeId = input.assignee_id === undefined ? null : checkUuid(input.assignee_id, 'assignee_id');
+      return db.transaction().execute(async (trx) => {
+        if (assigneeId !== null && !(await findStaff(trx, tenantId, [assigneeId])).has(assigneeId)) {
+          throw new InvalidParametersError('assignee_id', `assignee_id names no user of this workspace.`);
+        }
+        // The increment holds the counter row's lock until commit: the next creation waits for
+        // it, and a rollback returns the number, so the sequence has no gap.
+        const { last_number } = await trx
+          .insertInto('task_counters')
+          .values({ tenant_id: tenantId, last_number: 1 })
+          .onConflict((oc) =>
+            oc.column('tenant_id').doUpdateSet((eb) => ({ last_number: eb('task_counters.last_number', '+', 1) })),
+          )
+          .returning('last_number')
+          .executeTakeFirstOrThrow();
+        const now = new Date();
+        const row = await trx
+          .insertInto('tasks')
+          .values({
+            id: newId(),
+            tenant_id: tenantId,
+            number: last_number,
+            title: input.title,
+            description: input.description ?? null,
+            assignee_id: assigneeId,
+            created_at: now,
+            updated_at: now,
+          })
+          .returning(TASK_COLUMNS)
+          .executeTakeFirstOrThrow();
+        const [record] = await taskRecords(trx, tenantId, [row]);
+        return record as TaskRecord;
+      });
+    },
+
+    async listTasks(tenantId: string, page: Page) {
+      let query = db
+        .selectFrom('tasks')
+        .select(TASK_COLUMNS)
+        .where('tenant_id', '=', tenantId)
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1);
+      const after = decodeIdCursor(page.cursor);
+      if (after) query = query.where('id', '<', after);
+      const rows = await query.execute();
+      const list = toList(
+        rows,
+        page,
+        (row) => row,
+        (row) => row.id,
+      );
+      return { ...list, data: await taskRecords(db, tenantId, list.data) };
+    },
+
+    async getTask(tenantId: string, ref: string): Promise<TaskRecord> {
+      const [record] = await taskRecords(db, tenantId, [await findTask(db, tenantId, ref)]);
+      return record as TaskRecord;
+    },
+
+    /**
+     * Adds a comment and notifies each mentioned user (spec: behaviour rule 3), all or nothing.
+     * Repeated mention ids count once; an author mentioning themselves is not notified.
+     */
+    async addComment(
+      tenantId: string,
+      ref: string,
+      input: { content: string; mention_ids?: string[] | undefined; author_id?: string | undefined },
+      caller: Caller,
+    ): Promise<TaskCommentRecord> {
+      const authorId = input.author_id === undefined ? null : checkUuid(input.author_id, 'author_id');
+      const mentionIds = [...new Set((input.mention_ids ?? []).map((id, i) => checkUuid(id, `mention_ids[${i}]`)))];
+      return db.transaction().execute(async (trx) => {
+        const task = await findTask(trx, tenantId, ref);
+        const staff = await findStaff(trx, tenantId, authorId === null ? mentionIds : [...mentionIds, authorId]);
+        if (authorId !== null && !staff.has(authorId)) {
+          throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
+        }
+        (input.mention_ids ?? []).forEach((id, i) => {
+          if (!staff.has(id.toLowerCase())) {
+            throw new InvalidParametersError(`mention_ids[${i}]`, `mention_ids[${i}] names no user of this workspace.`);
+          }
+        });
+
+        const now = new Date();
+        const row = await trx
+          .insertInto('task_comments')
+          .values({
+            id: newId(),
+            tenant_id: tenantId,
+            task_id: task.id,
+            content: input.content,
+            author_user_id: authorId,
+            author_key_id: authorId === null ? caller.keyId : null,
+            author_key_name: authorId === null ? caller.keyName : null,
+            created_at: now,
+          })
+          .returningAll()
+          .execute()
+          .then((rows) => rows[0] as CommentRow);
+        if (mentionIds.length > 0) {
+          await trx
+            .insertInto('task_comment_mentions')
+            .values(
+              mentionIds.map((userId, position) => ({
+                tenant_id: tenantId,
+                comment_id: row.id,
+                user_id: userId,
+                position,
+              })),
+            )
+            .execute();
+        }
+        const author = authorOf(row, staff);
+        const notified = mentionIds.filter((userId) => userId !== authorId);
+        if (notified.length > 0) {
+          const message = `${author.name} mentioned you on ${identifierOf(task.number)}: ${task.title}`;
+          await trx
+            .insertInto('notifications')
+            .values(
+              notified.map((userId) => ({
+                id: newId(),
+                tenant_id: tenantId,
+                user_id: userId,
+                type: 'task_mention',
+                task_id: task.id,
+                comment_id: row.id,
+                message,
+                created_at: now,
+              })),
+            )
+            .execute();
+        }
+        const [record] = await commentRecords(trx, tenantId, [row]);
+        // Webhook event (issue 12), in this transaction: how a mention reaches people outside the product.
+        await emitEvent?.(trx, tenantId, 'task.comment.created', {
+          task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
+          comment: record as TaskCommentRecord,
+        });
+        return record as TaskCommentRecord;
+      });
+    },
+
+    /** Comments of a task, newest first. */
+    async listComments(tenantId: string, ref: string, page: Page) {
+      const task = await findTask(db, tenantId, ref);
+      let query = db
+        .selectFrom('task_comments')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('task_id', '=', task.id)
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1);
+      const after = decodeIdCursor(page.cursor);
+      if (after) query = query.where('id', '<', after);
+      const list = toList(
+        (await query.execute()) as CommentRow[],
+        page,
+        (row) => row,
+        (row) => row.id,
+      );
+      return { ...list, data: await commentRecords(db, tenantId, list.data) };
+    },
+  };
+}
+
+/**
+ * A staff author as they are now; an integration (the API key that called) by its id and name,
+ * with `email: null` since a key has none.
+ */
+function authorOf(row: CommentRow, staff: Map<string, PersonSummary>): PersonSummary {
+  if (row.author_user_id !== null) {
+    return staff.get(row.author_user_id) ?? { id: row.author_user_id, name: 'Former user', email: null };
+  }
+  return { id: row.author_key_id ?? '', name: row.author_key_name ?? 'API key', email: null };
+}
+
+export type TaskService = ReturnType<typeof createTaskService>;
