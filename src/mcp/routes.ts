@@ -1,0 +1,240 @@
+// The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
+// the SDK's Streamable HTTP transport, stateless — a fresh server and transport per request, JSON
+// answers — so any instance behind a load balancer can serve any request. GET /api/v1/mcp is an SSE
+// stream with heartbeats and, as the spec says, no server-initiated messages yet.
+import type { ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode as JsonRpcErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { DomainError } from '../domain/errors.js';
+import type { Services } from '../domain/services.js';
+import type { AuthContext } from '../http/auth.js';
+import { API_VERSION } from '../http/docs.js';
+import { errorBody, publicOrigin, summarize } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import type { Operation } from '../operations/registry.js';
+import { createLocalSlots, createRedisSlots } from './slots.js';
+import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
+
+const PATH = '/api/v1/mcp';
+/** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
+const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
+
+const INSTRUCTIONS =
+  'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
+  'translations, knowledge gaps, custom and smart data sources), tasks, users, simulations, coverage, ' +
+  "workflows, analytics and the agent. You see only the tools your API key's scopes allow. Errors come " +
+  'back as tool errors whose structured content is {"error": {type, code, message, param, doc_url}}.';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Authenticate with X-API-Key without a scope of its own (the MCP endpoint checks per tool). */
+    authenticated?: boolean;
+  }
+}
+
+function jsonRpcError(code: number, message: string) {
+  return { jsonrpc: '2.0', error: { code, message }, id: null };
+}
+
+export function registerMcpRoutes(
+  app: FastifyInstance,
+  deps: { operations: Operation[]; services: Services; config: Config; redis?: Redis | undefined; namespace: string },
+): void {
+  const { config, services } = deps;
+  const tools = buildTools(deps.operations);
+  const slots = deps.redis
+    ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
+    : createLocalSlots(config.mcpMaxConcurrent);
+  const streams = new Set<ServerResponse>();
+
+  app.addHook('preClose', async () => {
+    for (const stream of streams) stream.end();
+    streams.clear();
+  });
+
+  /** DNS-rebinding protection: a browser Origin must be the API's own or an allowed one. */
+  function checkOrigin(request: FastifyRequest): void {
+    const origin = request.headers.origin;
+    if (origin === undefined) return;
+    if (config.mcpAllowedOrigins.includes(origin)) return;
+    try {
+      if (new URL(origin).host === request.host) return;
+    } catch {
+      /* not a URL: refused below */
+    }
+    throw new DomainError('forbidden_origin', `Origin '${origin}' may not use this endpoint.`);
+  }
+
+  function createServer(auth: AuthContext, origin: string, request: FastifyRequest): Server {
+    const toolError = (
+      code: Parameters<typeof errorBody>[1],
+      message: string,
+      param?: string,
+      eventId?: string,
+    ): CallToolResult => {
+      const { body } = errorBody(origin, code, message, param, eventId);
+      return {
+        isError: true,
+        content: [{ type: 'text', text: JSON.stringify(body) }],
+        structuredContent: body as unknown as Record<string, unknown>,
+      };
+    };
+    const server = new Server(
+      { name: 'workspace-api', version: API_VERSION },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [...tools.values()].filter((tool) => toolAllowed(tool, auth)).map((tool) => tool.definition),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (call) => {
+      const tool: Tool | undefined = tools.get(call.params.name);
+      if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
+      if (!toolAllowed(tool, auth)) {
+        return toolError('insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
+      }
+      try {
+        const bound = bindArguments(tool, (call.params.arguments ?? {}) as Record<string, unknown>);
+        const result = unwrap(
+          await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
+        ) as Record<string, unknown>;
+        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      } catch (error) {
+        if (error instanceof DomainError) return toolError(error.code, error.message, error.param);
+        const eventId = newId();
+        request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
+        return toolError('internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+      }
+    });
+    return server;
+  }
+
+  app.register(async (scope) => {
+    // JSON-RPC parse errors are answered in JSON-RPC terms, so the raw text reaches the handler.
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+    scope.post(
+      PATH,
+      {
+        config: { authenticated: true },
+        schema: {
+          tags: ['MCP'],
+          operationId: 'mcpPost',
+          summary: 'MCP JSON-RPC (Streamable HTTP)',
+          description:
+            'MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, ' +
+            'tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.',
+          security: [{ ScopedAPIKeyAuth: [] }],
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const auth = request.auth as AuthContext;
+        checkOrigin(request);
+        let message: unknown;
+        try {
+          message = JSON.parse(String(request.body ?? ''));
+        } catch {
+          return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
+        }
+        const version = request.headers['mcp-protocol-version'];
+        if (Array.isArray(message) && typeof version === 'string' && version >= FIRST_VERSION_WITHOUT_BATCHES) {
+          return reply
+            .code(400)
+            .send(
+              jsonRpcError(-32600, `Invalid Request: protocol version ${version} does not allow JSON-RPC batches.`),
+            );
+        }
+        const release = await slots.acquire(config.mcpSlotWaitMs);
+        if (!release) {
+          reply.header('retry-after', Math.max(1, Math.ceil(config.mcpSlotWaitMs / 1000)));
+          throw new DomainError(
+            'concurrency_limit_exceeded',
+            'The MCP endpoint is at its limit of simultaneous requests; retry shortly.',
+          );
+        }
+        try {
+          const server = createServer(auth, publicOrigin(request, config.publicUrl), request);
+          const transport = new WebStandardStreamableHTTPServerTransport({
+            sessionIdGenerator: undefined,
+            enableJsonResponse: true,
+          });
+          await server.connect(transport);
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(request.headers)) {
+            if (
+              typeof value === 'string' &&
+              !['host', 'connection', 'content-length', 'transfer-encoding'].includes(name)
+            ) {
+              headers.set(name, value);
+            }
+          }
+          const response = await transport.handleRequest(
+            new Request(`http://localhost${request.url}`, { method: 'POST', headers }),
+            { parsedBody: message },
+          );
+          const text = await response.text();
+          await transport.close();
+          await server.close();
+          reply.code(response.status);
+          response.headers.forEach((value, name) => {
+            if (name !== 'content-length') reply.header(name, value);
+          });
+          return reply.send(text === '' ? undefined : text);
+        } finally {
+          await release();
+        }
+      },
+    );
+
+    scope.get(
+      PATH,
+      {
+        config: { authenticated: true },
+        schema: {
+          tags: ['MCP'],
+          operationId: 'mcpStream',
+          summary: 'MCP server-to-client stream (SSE)',
+          description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id.`,
+          security: [{ ScopedAPIKeyAuth: [] }],
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        checkOrigin(request);
+        reply.hijack();
+        const raw = reply.raw;
+        const headers: Record<string, string | number | string[]> = {};
+        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+        raw.writeHead(200, {
+          ...headers,
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'x-request-id': request.id,
+        });
+        raw.write(': connected\n\n');
+        const timer = setInterval(
+          () => raw.write(`: heartbeat ${new Date().toISOString()}\n\n`),
+          config.sseHeartbeatMs,
+        );
+        streams.add(raw);
+        const end = () => {
+          clearInterval(timer);
+          streams.delete(raw);
+        };
+        raw.on('close', end);
+        request.raw.on('close', end);
+      },
+    );
+  });
+}

@@ -1,0 +1,364 @@
+// The MCP endpoint (spec: rules 10–11, MCP tools row, MCP concurrency) driven by the SDK's own
+// client over a real listener, plus raw JSON-RPC for batches, versions and transport rules.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bindArguments, buildTools } from '../src/mcp/tools.js';
+import { OPERATIONS } from '../src/operations/index.js';
+import { startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+let base: string;
+let key: string;
+
+beforeAll(async () => {
+  t = await startTestApp({ SSE_HEARTBEAT_MS: '150', MCP_ALLOWED_ORIGINS: 'https://inspector.example' });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = t.app.server.address();
+  base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  ({ key } = await t.tenant());
+});
+afterAll(() => t.close());
+
+async function connect(apiKey: string) {
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/api/v1/mcp`), {
+    requestInit: { headers: { 'X-API-Key': apiKey } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+const rpc = (body: unknown, headers: Record<string, string> = {}, apiKey = key) =>
+  fetch(`${base}/api/v1/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-api-key': apiKey,
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+// biome-ignore lint/suspicious/noExplicitAny: raw JSON-RPC answers are read loosely.
+const json = (response: Response): Promise<any> => response.json();
+
+const initialize = (protocolVersion: string, id = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'initialize',
+  params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+});
+
+describe('MCP over the SDK client', () => {
+  it('initializes, lists tools and calls tools of each area with structured results', async () => {
+    const client = await connect(key);
+    try {
+      expect(client.getServerVersion()?.name).toBe('workspace-api');
+      const { tools } = await client.listTools();
+      const names = tools.map((tool) => tool.name);
+      expect(names).toEqual(
+        expect.arrayContaining(['create_app', 'list_apps', 'commit_app_files', 'set_workflow_enabled']),
+      );
+      for (const op of OPERATIONS) expect(names).toContain(op.id.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+
+      const app = await client.callTool({ name: 'create_app', arguments: { name: 'from-mcp' } });
+      expect(app.isError).toBeFalsy();
+      expect(app.structuredContent).toMatchObject({ object: 'app', name: 'from-mcp' });
+      expect(JSON.parse((app.content as { text: string }[])[0]?.text ?? '')).toMatchObject({ name: 'from-mcp' });
+
+      const commit = await client.callTool({
+        name: 'commit_app_files',
+        arguments: { name: 'from-mcp', message: 'via mcp', files: [{ path: 'a.md', content: '# a' }] },
+      });
+      expect(commit.structuredContent).toMatchObject({
+        object: 'app_commit',
+        files: [{ path: 'a.md', change: 'added' }],
+      });
+
+      const wf = await client.callTool({ name: 'create_workflow', arguments: { name: 'mcp-flow' } });
+      const id = (wf.structuredContent as { id: string }).id;
+      const enabled = await client.callTool({
+        name: 'set_workflow_enabled',
+        arguments: { workflow_id: id, enabled: true },
+      });
+      expect(enabled.structuredContent).toMatchObject({ id, enabled: true });
+      // The REST face sees the same state.
+      expect((await t.call({ url: `/api/v1/workflows/${id}`, key })).body.enabled).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('tools carry annotations from their operations', async () => {
+    const client = await connect(key);
+    try {
+      const { tools } = await client.listTools();
+      const byName = new Map(tools.map((tool) => [tool.name, tool]));
+      expect(byName.get('list_apps')?.annotations).toMatchObject({ readOnlyHint: true });
+      expect(byName.get('delete_app')?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+      expect(byName.get('set_workflow_enabled')?.annotations).toMatchObject({
+        idempotentHint: true,
+        destructiveHint: false,
+      });
+      expect(byName.get('create_app')?.description).toContain('scope apps:write');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('tools/list shows only the tools the key may call; another tool is a tool error with insufficient_scope', async () => {
+    const { key: readOnly } = await t.tenant(['apps:read']);
+    const client = await connect(readOnly);
+    try {
+      const names = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(names).toContain('list_apps');
+      expect(names).not.toContain('create_app');
+      expect(names).not.toContain('list_workflows');
+      const denied = await client.callTool({ name: 'create_app', arguments: { name: 'nope' } });
+      expect(denied.isError).toBe(true);
+      expect(denied.structuredContent).toMatchObject({
+        error: { type: 'permission_error', code: 'insufficient_scope' },
+      });
+      expect((await t.call({ url: '/api/v1/apps', key: readOnly })).body.data).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('validation and domain errors come back as tool errors with the spec error body', async () => {
+    const client = await connect(key);
+    try {
+      const bad = await client.callTool({ name: 'create_app', arguments: { name: '' } });
+      expect(bad.isError).toBe(true);
+      expect(bad.structuredContent).toMatchObject({ error: { code: 'validation_error', param: 'name' } });
+      const missing = await client.callTool({
+        name: 'commit_app_files',
+        arguments: { name: 'from-mcp', message: 'm' },
+      });
+      expect(missing.structuredContent).toMatchObject({
+        error: { code: 'missing_required_parameter', param: 'files' },
+      });
+      const unknown = await client.callTool({ name: 'get_app', arguments: { name: 'no-such-app' } });
+      expect(unknown.structuredContent).toMatchObject({ error: { code: 'not_found' } });
+      const extra = await client.callTool({ name: 'list_apps', arguments: { bogus: 1 } });
+      expect(extra.structuredContent).toMatchObject({ error: { code: 'validation_error', param: 'bogus' } });
+      await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('MCP transport rules', () => {
+  it('authenticates before any JSON-RPC: 401 with the spec error body', async () => {
+    const none = await fetch(`${base}/api/v1/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(initialize('2025-06-18')),
+    });
+    expect(none.status).toBe(401);
+    expect((await json(none)).error.code).toBe('not_authenticated');
+    const bad = await rpc(initialize('2025-06-18'), {}, 'wsk_wrong');
+    expect(bad.status).toBe(401);
+    expect((await json(bad)).error.code).toBe('invalid_api_key');
+  });
+
+  it.each(['2025-03-26', '2025-06-18', '2025-11-25'])('negotiates protocol version %s', async (version) => {
+    const r = await rpc(initialize(version));
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { result: { protocolVersion: string } };
+    expect(body.result.protocolVersion).toBe(version);
+    const ping = await rpc({ jsonrpc: '2.0', id: 2, method: 'ping' }, { 'mcp-protocol-version': version });
+    expect((await ping.json()) as unknown).toMatchObject({ jsonrpc: '2.0', id: 2, result: {} });
+  });
+
+  it('takes a JSON-RPC batch under 2025-03-26 and refuses one under 2025-06-18', async () => {
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ];
+    const ok = await rpc(batch, { 'mcp-protocol-version': '2025-03-26' });
+    expect(ok.status).toBe(200);
+    const answers = await json(ok);
+    expect(Array.isArray(answers)).toBe(true);
+    expect(answers.map((a: { id: number }) => a.id).sort()).toEqual([1, 2]);
+    expect(answers.find((a: { id: number }) => a.id === 2).result.tools.length).toBeGreaterThan(0);
+    const refused = await rpc(batch, { 'mcp-protocol-version': '2025-06-18' });
+    expect(refused.status).toBe(400);
+    expect((await json(refused)).error.code).toBe(-32600);
+  });
+
+  it('an unsupported MCP-Protocol-Version answers 400', async () => {
+    const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'mcp-protocol-version': '1999-01-01' });
+    expect(r.status).toBe(400);
+  });
+
+  it('a notification answers 202 with no body; invalid JSON a JSON-RPC parse error', async () => {
+    const r = await rpc(
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { 'mcp-protocol-version': '2025-06-18' },
+    );
+    expect(r.status).toBe(202);
+    expect(await r.text()).toBe('');
+    const broken = await rpc('{"jsonrpc":');
+    expect(broken.status).toBe(400);
+    expect((await json(broken)).error.code).toBe(-32700);
+  });
+
+  it('an Origin that is not allowed answers 403; an allowed one passes (DNS-rebinding protection)', async () => {
+    const evil = await rpc(initialize('2025-06-18'), { origin: 'https://evil.example' });
+    expect(evil.status).toBe(403);
+    expect((await json(evil)).error).toMatchObject({ type: 'permission_error', code: 'forbidden_origin' });
+    const allowed = await rpc(initialize('2025-06-18'), { origin: 'https://inspector.example' });
+    expect(allowed.status).toBe(200);
+  });
+
+  it.each([undefined, 'some-session'])('GET streams heartbeats (session id %s) and nothing else', async (session) => {
+    const controller = new AbortController();
+    const r = await fetch(`${base}/api/v1/mcp`, {
+      headers: { 'x-api-key': key, accept: 'text/event-stream', ...(session ? { 'mcp-session-id': session } : {}) },
+      signal: controller.signal,
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('text/event-stream');
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    const started = Date.now();
+    while (!text.includes(': heartbeat') && Date.now() - started < 2000) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    controller.abort();
+    expect(text).toContain(': heartbeat');
+    expect(text).not.toMatch(/^data:/m);
+  });
+
+  it('GET without a key answers 401', async () => {
+    const r = await fetch(`${base}/api/v1/mcp`, { headers: { accept: 'text/event-stream' } });
+    expect(r.status).toBe(401);
+  });
+});
+
+describe('MCP concurrency', () => {
+  it('with one slot, a request that waits past MCP_SLOT_WAIT_MS gets 429 concurrency_limit_exceeded with Retry-After', async () => {
+    const limited = await startTestApp({ MCP_MAX_CONCURRENT: '1', MCP_SLOT_WAIT_MS: '200' });
+    await limited.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = limited.app.server.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/v1/mcp`;
+    const { key: k } = await limited.tenant(['apps:read']);
+    const call = () =>
+      fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'x-api-key': k,
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'list_apps', arguments: {} },
+        }),
+      });
+    try {
+      // Warm this instance's key cache, so the next requests authenticate without the database.
+      expect((await call()).status).toBe(200);
+      // A slow tool: a transaction holds the apps table (on PGlite, the whole database) for
+      // 800 ms, so list_apps waits on it while holding the only slot.
+      const { sql } = await import('kysely');
+      const tx = limited.database.db.transaction().execute(async (trx) => {
+        await sql`lock table apps in access exclusive mode`.execute(trx);
+        await new Promise((r) => setTimeout(r, 800));
+      });
+      await new Promise((r) => setTimeout(r, 30));
+      const slow = call();
+      await new Promise((r) => setTimeout(r, 80));
+      const refused = await call();
+      await tx;
+      expect((await slow).status).toBe(200);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await json(refused)).error).toMatchObject({
+        type: 'rate_limit_error',
+        code: 'concurrency_limit_exceeded',
+      });
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('MCP slots across instances', () => {
+  it.runIf(Boolean(process.env.TEST_REDIS_URL))('two instances on one Redis share the slots', async () => {
+    const { Redis } = await import('ioredis');
+    const { createRedisSlots } = await import('../src/mcp/slots.js');
+    const redis = new Redis(process.env.TEST_REDIS_URL as string);
+    const slotKey = `test-mcp-slots-${Date.now()}`;
+    const one = createRedisSlots(redis, 1, slotKey);
+    const two = createRedisSlots(redis, 1, slotKey);
+    try {
+      const held = await one.acquire(100);
+      expect(held).not.toBeNull();
+      expect(await two.acquire(150)).toBeNull();
+      const waiting = two.acquire(1000);
+      await held?.();
+      const granted = await waiting;
+      expect(granted).not.toBeNull();
+      await granted?.();
+    } finally {
+      await redis.del(slotKey);
+      redis.disconnect();
+    }
+  });
+});
+
+describe('tool input schemas', () => {
+  it('for every tool, an input built from its schema passes the tool validation', () => {
+    const tools = buildTools(OPERATIONS);
+    // biome-ignore lint/suspicious/noExplicitAny: JSON Schema fragments are read loosely.
+    const valueFor = (schema: any): unknown => {
+      if (schema.anyOf) return valueFor(schema.anyOf[0]);
+      if (schema.const !== undefined) return schema.const;
+      if (schema.enum) return schema.enum[0];
+      switch (schema.type) {
+        case 'string': {
+          if (schema.format === 'uuid') return '00000000-0000-7000-8000-000000000001';
+          if (schema.format === 'date-time') return new Date().toISOString();
+          if (schema.format === 'email') return 'someone@example.com';
+          if (schema.format === 'uri') return 'https://example.com/x';
+          const min = schema.minLength ?? 1;
+          const max = schema.maxLength ?? 40;
+          const arbitrary = schema.pattern
+            ? fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length >= min && s.length <= max)
+            : fc.string({ minLength: min, maxLength: Math.min(max, 40) });
+          return fc.sample(arbitrary, { numRuns: 1, seed: 42 })[0];
+        }
+        case 'integer':
+        case 'number':
+          return schema.minimum ?? 1;
+        case 'boolean':
+          return true;
+        case 'array':
+          return Array.from({ length: schema.minItems ?? 0 }, () => valueFor(schema.items ?? {}));
+        case 'object': {
+          const out: Record<string, unknown> = {};
+          for (const name of schema.required ?? []) out[name] = valueFor(schema.properties?.[name] ?? {});
+          return out;
+        }
+        default:
+          return 'x';
+      }
+    };
+    expect(tools.size).toBe(OPERATIONS.length);
+    for (const tool of tools.values()) {
+      const input = valueFor(tool.definition.inputSchema) as Record<string, unknown>;
+      expect(() => bindArguments(tool, input), `${tool.definition.name} ${JSON.stringify(input)}`).not.toThrow();
+    }
+  });
+});
