@@ -11,6 +11,7 @@
 //   message abandons it. In the default mode (`wait`) the turn itself waits for the results
 //   (posted to the same function-results endpoint) for CLIENT_FUNCTION_TIMEOUT_MS;
 // - the turn's result is written to the database whatever happens to the client that asked.
+
 import { Ajv, type ValidateFunction } from 'ajv';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
@@ -25,6 +26,7 @@ import {
   NotFoundError,
   ValidationError,
 } from '../domain/errors.js';
+import type { EmitEvent } from '../domain/events.js';
 import { newId } from '../lib/ids.js';
 import {
   type Citation,
@@ -168,6 +170,8 @@ export interface AgentEngineDeps {
   minRank?: number;
   /** Where unexpected turn failures are reported, with the event id the message shows. */
   logError?: (error: unknown, eventId: string) => void;
+  /** Webhook events (src/domain/events.ts): `conversation.turn.waiting_client`. */
+  emitEvent?: EmitEvent;
 }
 
 const schemaChecker = new Ajv({ strict: false });
@@ -484,7 +488,11 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     rt.emit('handoff', { agent_id: target.id, agent_name: target.name, ticket_id: ticketId });
   }
 
-  async function saveState(rt: Runtime, status: 'IN_PROGRESS' | 'WAITING_CLIENT') {
+  async function saveState(
+    rt: Runtime,
+    status: 'IN_PROGRESS' | 'WAITING_CLIENT',
+    waitingFor: { call_id: string; name: string; arguments: unknown }[] = [],
+  ) {
     await db.transaction().execute(async (trx) => {
       await trx
         .updateTable('agent_turns')
@@ -509,6 +517,14 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         .where('tenant_id', '=', rt.tenantId)
         .where('id', '=', rt.messageId)
         .execute();
+      // Webhook event, committed with the state it reports.
+      if (status === 'WAITING_CLIENT' && deps.emitEvent) {
+        await deps.emitEvent(trx, rt.tenantId, 'conversation.turn.waiting_client', {
+          conversation_id: rt.conversationId,
+          message_id: rt.messageId,
+          function_calls: waitingFor.map((c) => ({ call_id: c.call_id, name: c.name, arguments: c.arguments })),
+        });
+      }
     });
   }
 
@@ -677,10 +693,10 @@ export function createAgentEngine(deps: AgentEngineDeps) {
 
       if (clientPending.length > 0) {
         if (rt.mode === 'pause') {
-          await saveState(rt, 'WAITING_CLIENT');
+          await saveState(rt, 'WAITING_CLIENT', clientPending);
           return { status: 'WAITING_CLIENT' };
         }
-        await saveState(rt, 'WAITING_CLIENT');
+        await saveState(rt, 'WAITING_CLIENT', clientPending);
         rt.onWaiting();
         await awaitClientResults(
           rt,

@@ -29,9 +29,10 @@ export interface AgentAreaDeps {
   searchKnowledge: AgentEngineDeps['searchKnowledge'];
   recordGap: AgentEngineDeps['recordGap'];
   minRank?: number;
+  emitEvent?: AgentEngineDeps['emitEvent'];
 }
 
-export function createAgentArea({ db, config, searchKnowledge, recordGap, minRank }: AgentAreaDeps) {
+export function createAgentArea({ db, config, searchKnowledge, recordGap, minRank, emitEvent }: AgentAreaDeps) {
   const agents = createAgentService({ db });
   const conversations = createConversationService({ db });
   const engine = createAgentEngine({
@@ -43,6 +44,7 @@ export function createAgentArea({ db, config, searchKnowledge, recordGap, minRan
     recordGap,
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
     ...(minRank !== undefined ? { minRank } : {}),
+    ...(emitEvent ? { emitEvent } : {}),
   });
   return {
     agents,

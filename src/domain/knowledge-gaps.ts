@@ -14,8 +14,8 @@ import type { KnowledgeUpdateRequestStatus } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import type { DocumentService } from './documents.js';
-import type { EmitEvent } from './events.js';
 import { ConflictError, MissingParameterError, NotFoundError } from './errors.js';
+import type { EmitEvent } from './events.js';
 import { decodeIdCursor, type Page, toList } from './pagination.js';
 
 export const KNOWLEDGE_UPDATE_REQUEST_STATUSES = ['open', 'approved', 'rejected', 'applied', 'resolved'] as const;
@@ -118,7 +118,11 @@ export function createKnowledgeGapService({
   db,
   documents,
   emitEvent,
-}: { db: Db; documents: DocumentService; emitEvent?: EmitEvent }) {
+}: {
+  db: Db;
+  documents: DocumentService;
+  emitEvent?: EmitEvent;
+}) {
   async function load(tenantId: string, id: string): Promise<Row> {
     const row = await db
       .selectFrom('knowledge_update_requests')

@@ -6,10 +6,10 @@
 // revives it.
 import type { Db } from '../db/client.js';
 import type { TaskLinksTable } from '../db/schema.js';
-import type { EmitEvent } from './events.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
+import type { EmitEvent } from './events.js';
 import { decodeIdCursor, type Page, toList } from './pagination.js';
 import { findTask, identifierOf } from './tasks.js';
 import { checkUuid } from './users.js';

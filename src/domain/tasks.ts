@@ -4,10 +4,10 @@
 // many creations race. A task is addressed by its UUID or its identifier, on every route.
 // A comment's mentions name staff users of the tenant; each mentioned user is notified.
 import type { Db } from '../db/client.js';
-import type { EmitEvent } from './events.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
+import type { EmitEvent } from './events.js';
 import { decodeIdCursor, type Page, toList } from './pagination.js';
 import { checkUuid, findStaff, type PersonSummary } from './users.js';
 

@@ -5,10 +5,10 @@
 // permission (POST /users, POST /users/{id}/permissions, and the MCP tools built from the same
 // operations) refuses it; the database repeats it in check constraints (migration 0005).
 import type { Db } from '../db/client.js';
-import type { EmitEvent } from './events.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { NotFoundError, ValidationError } from './errors.js';
+import type { EmitEvent } from './events.js';
 import { decodeIdCursor, type Page, toList } from './pagination.js';
 
 /** Roles a user can hold. A role is a label for people; what a user may do is its permissions. */

@@ -1,0 +1,691 @@
+// Webhook delivery (issue 12): events reach a local receiver (node:http on 127.0.0.1, with
+// ALLOW_PRIVATE_TARGETS=true) signed per Standard Webhooks, every signature verified with the
+// `standardwebhooks` library; retries with the same `webhook-id`, replays, secret rotation, a
+// restart between a failed attempt and its retry, the delivery-time SSRF check, the 5-day
+// disabling (time injected through the handler's clock), tenant isolation and scopes.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEBHOOK_DELIVERY_JOB } from '../src/domain/events.js';
+import { registerWebhookDelivery, sweepWebhookLog } from '../src/domain/webhooks/delivery.js';
+import { createJobQueue, type JobQueue } from '../src/jobs/queue.js';
+import { buildApp } from '../src/server.js';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+type Received = { headers: http.IncomingHttpHeaders; body: string; path: string };
+type Answer = number | 'hang' | { status: number; location: string };
+
+/** A local receiver answering from a script of statuses (then 200), recording every request. */
+async function startReceiver() {
+  const received: Received[] = [];
+  const script: Answer[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), path: req.url ?? '' });
+      // `/always-500` fails every time; other paths answer from the script, then 200.
+      const answer = req.url?.includes('/always-500') ? 500 : (script.shift() ?? 200);
+      if (answer === 'hang') return; // never answers: the attempt times out
+      if (typeof answer === 'object') {
+        res.writeHead(answer.status, { location: answer.location }).end();
+        return;
+      }
+      res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : 'nope');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    script,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+let t: TestApp;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const quiet = { info() {}, warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const DAY = 86_400_000;
+const ENV = { ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_BASE_MS: '250', WEBHOOK_TIMEOUT_MS: '500' };
+
+beforeAll(async () => {
+  t = await startTestApp(ENV);
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+  await t.close();
+});
+
+/** Runs webhook jobs (waiting out the short test backoff) until the tenant has none queued. */
+async function drain(tenantId: string, jobs: Pick<JobQueue, 'runUntilIdle'> = t.jobs, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await jobs.runUntilIdle();
+    const { n } = await t.database.db
+      .selectFrom('jobs')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('tenant_id', '=', tenantId)
+      .where('kind', '=', WEBHOOK_DELIVERY_JOB)
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirstOrThrow();
+    if (Number(n) === 0) return;
+    if (Date.now() > deadline) throw new Error('webhook jobs did not drain');
+    await sleep(20);
+  }
+}
+
+const forTenant = (tenantId: string) => receiver.received.filter((r) => r.body.includes(tenantId));
+
+async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
+  const r = await t.call({
+    method: 'POST',
+    url: '/api/v1/webhook-endpoints',
+    key,
+    body: { url: receiver.url, events: ['*'], ...body },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.body as { id: string; secret: string; url: string };
+}
+
+async function deliveries(key: string, endpointId: string) {
+  const r = await t.call({ url: `/api/v1/webhook-endpoints/${endpointId}/deliveries`, key });
+  expect(r.status, r.text).toBe(200);
+  return r.body.data;
+}
+
+/** A user through the real users area, which emits `user.created`; the tenant id in the e-mail finds its deliveries. */
+async function createUser(tenantId: string, key: string, name = 'Ada') {
+  const r = await t.call({
+    method: 'POST',
+    url: '/api/v1/users',
+    key,
+    body: { email: `${name.toLowerCase()}@${tenantId}.example.com`, name },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.body;
+}
+
+const verify = (secret: string, r: Received) =>
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as Record<string, unknown>;
+
+describe('webhook delivery', () => {
+  it('an event reaches each enabled endpoint subscribed to it, signed per Standard Webhooks (verified by the standardwebhooks library)', async () => {
+    const { tenantId, key } = await t.tenant();
+    const all = await createEndpoint(key, { events: ['*'] });
+    const users = await createEndpoint(key, { events: ['user.created'], url: `${receiver.url}/users` });
+    const links = await createEndpoint(key, { events: ['task.link.created'], url: `${receiver.url}/links` });
+    const user = await createUser(tenantId, key);
+    await drain(tenantId);
+
+    const got = forTenant(tenantId);
+    expect(got.map((r) => r.path).sort()).toEqual(['/hooks', '/hooks/users']);
+    const [toAll, toUsers] = [got.find((r) => r.path === '/hooks'), got.find((r) => r.path === '/hooks/users')];
+    if (!toAll || !toUsers) throw new Error('missing delivery');
+    const payload = verify(all.secret, toAll);
+    expect(verify(users.secret, toUsers)).toEqual(payload);
+    expect(() => verify(users.secret, toAll)).toThrow();
+    expect(payload).toEqual({
+      id: expect.any(String),
+      type: 'user.created',
+      created_at: expect.stringMatching(/Z$/),
+      data: { user },
+    });
+    expect(toAll.headers['content-type']).toBe('application/json');
+    expect(toAll.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(Math.abs(Number(toAll.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(toAll.headers['webhook-id']).not.toBe(toUsers.headers['webhook-id']);
+
+    // The delivery log: webhook-id is the delivery id; one 2xx attempt.
+    const [logged] = await deliveries(key, all.id);
+    expect(logged).toMatchObject({
+      id: toAll.headers['webhook-id'],
+      object: 'webhook_delivery',
+      endpoint_id: all.id,
+      event_id: payload.id,
+      event_type: 'user.created',
+      status: 'succeeded',
+      attempts: 1,
+      last_status_code: 200,
+      last_error: null,
+      next_retry_at: null,
+    });
+    expect(logged.delivered_at).not.toBeNull();
+    expect(await deliveries(key, links.id)).toEqual([]);
+  });
+
+  it('an event is recorded exactly when the caller’s transaction commits: a rollback sends nothing', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    const data = {
+      user: {
+        id: '0190a000-0000-7000-8000-000000000001',
+        object: 'user' as const,
+        email: `x@${tenantId}.example.com`,
+        name: 'X',
+        role: 'agent',
+        permissions: [],
+        created_at: new Date().toISOString(),
+        updated_at: new Date().toISOString(),
+      },
+      added: ['tasks.view'],
+      removed: [],
+    };
+    await expect(
+      t.database.db.transaction().execute(async (trx) => {
+        const emitted = await t.services.emitEvent(trx, tenantId, 'user.permissions.changed', data);
+        expect(emitted.deliveries).toBe(1);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    await drain(tenantId);
+    expect(forTenant(tenantId)).toEqual([]);
+    expect(await deliveries(key, endpoint.id)).toEqual([]);
+
+    await t.database.db.transaction().execute(async (trx) => {
+      await t.services.emitEvent(trx, tenantId, 'user.permissions.changed', data);
+    });
+    await drain(tenantId);
+    const [got] = forTenant(tenantId);
+    if (!got) throw new Error('not delivered');
+    expect(verify(endpoint.secret, got)).toMatchObject({ type: 'user.permissions.changed', data });
+  });
+
+  it('a failing receiver is retried with backoff: it fails twice and the third attempt lands with the same webhook-id', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    receiver.script.push(500, 503);
+    await createUser(tenantId, key);
+
+    await t.jobs.runUntilIdle();
+    const [afterFirst] = await deliveries(key, endpoint.id);
+    expect(afterFirst).toMatchObject({ status: 'pending', attempts: 1, last_status_code: 500 });
+    expect(afterFirst.last_error).toContain('500');
+    expect(afterFirst.next_retry_at).not.toBeNull();
+
+    await drain(tenantId);
+    const got = forTenant(tenantId);
+    expect(got).toHaveLength(3);
+    const ids = new Set(got.map((r) => r.headers['webhook-id']));
+    expect(ids.size).toBe(1);
+    for (const r of got) expect(verify(endpoint.secret, r)).toMatchObject({ type: 'user.created' });
+    expect(new Set(got.map((r) => r.body)).size).toBe(1);
+    const [done] = await deliveries(key, endpoint.id);
+    expect(done).toMatchObject({
+      id: got[0]?.headers['webhook-id'],
+      status: 'succeeded',
+      attempts: 3,
+      last_status_code: 200,
+      last_error: null,
+      next_retry_at: null,
+    });
+  });
+
+  it('timeouts, refused connections and redirects count as failures and are retried; redirects are not followed', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    receiver.script.push('hang', { status: 302, location: `${receiver.url}/elsewhere` });
+    await createUser(tenantId, key);
+
+    await t.jobs.runUntilIdle();
+    const [timedOut] = await deliveries(key, endpoint.id);
+    expect(timedOut).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
+    expect(timedOut.last_error).toMatch(/500 ms/);
+
+    await sleep(300);
+    await t.jobs.runUntilIdle();
+    const [redirected] = await deliveries(key, endpoint.id);
+    expect(redirected).toMatchObject({ status: 'pending', attempts: 2, last_status_code: 302 });
+    expect(redirected.last_error).toContain('redirects are not followed');
+    expect(forTenant(tenantId).map((r) => r.path)).toEqual(['/hooks', '/hooks']);
+
+    await drain(tenantId);
+    expect((await deliveries(key, endpoint.id))[0]).toMatchObject({ status: 'succeeded', attempts: 3 });
+
+    // A port nobody listens on: a network error, recorded without a status code.
+    const closed = await createEndpoint(key, { url: 'http://127.0.0.1:9/hooks' });
+    await createUser(tenantId, key, 'Grace');
+    await t.jobs.runUntilIdle();
+    const [refused] = await deliveries(key, closed.id);
+    expect(refused).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
+    expect(refused.last_error).toBeTruthy();
+    await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${closed.id}`, key });
+  });
+
+  it('replaying a delivery sends the same event again with the same webhook-id, freshly signed', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    await createUser(tenantId, key);
+    await drain(tenantId);
+    const [delivery] = await deliveries(key, endpoint.id);
+    expect(delivery.status).toBe('succeeded');
+
+    const replay = await t.call({ method: 'POST', url: `/api/v1/webhook-deliveries/${delivery.id}/replay`, key });
+    expect(replay.status).toBe(202);
+    expect(replay.body).toMatchObject({ id: delivery.id, status: 'pending', attempts: 1 });
+    await drain(tenantId);
+
+    const got = forTenant(tenantId);
+    expect(got).toHaveLength(2);
+    expect(got.map((r) => r.headers['webhook-id'])).toEqual([delivery.id, delivery.id]);
+    expect(got[1]?.body).toBe(got[0]?.body);
+    for (const r of got) verify(endpoint.secret, r);
+    const after = await t.call({ url: `/api/v1/webhook-deliveries/${delivery.id}`, key });
+    expect(after.body).toMatchObject({ status: 'succeeded', attempts: 2, last_status_code: 200 });
+
+    // A replay supersedes a retry still queued: one attempt, not two.
+    receiver.script.push(500);
+    const again = await t.call({ method: 'POST', url: `/api/v1/webhook-deliveries/${delivery.id}/replay`, key });
+    expect(again.status).toBe(202);
+    await t.jobs.runUntilIdle();
+    expect((await t.call({ url: `/api/v1/webhook-deliveries/${delivery.id}`, key })).body.status).toBe('pending');
+    await t.call({ method: 'POST', url: `/api/v1/webhook-deliveries/${delivery.id}/replay`, key });
+    await drain(tenantId);
+    await sleep(300);
+    await drain(tenantId);
+    expect(forTenant(tenantId)).toHaveLength(4);
+    const final = await t.call({ url: `/api/v1/webhook-deliveries/${delivery.id}`, key });
+    expect(final.body).toMatchObject({ status: 'succeeded', attempts: 4 });
+  });
+
+  it('replaying needs webhooks:write, finds only the tenant’s deliveries, and refuses a disabled endpoint (409)', async () => {
+    const a = await t.tenant();
+    const b = await t.tenant();
+    const endpoint = await createEndpoint(a.key);
+    await createUser(a.tenantId, a.key);
+    await drain(a.tenantId);
+    const [delivery] = await deliveries(a.key, endpoint.id);
+    const replayUrl = `/api/v1/webhook-deliveries/${delivery.id}/replay`;
+
+    const reader = await t.key(a.tenantId, ['webhooks:read']);
+    expectError(await t.call({ method: 'POST', url: replayUrl, key: reader }), 403, 'insufficient_scope');
+    expectError(await t.call({ method: 'POST', url: replayUrl, key: b.key }), 404, 'not_found');
+    expectError(await t.call({ url: `/api/v1/webhook-deliveries/${delivery.id}`, key: b.key }), 404, 'not_found');
+
+    await t.call({
+      method: 'PATCH',
+      url: `/api/v1/webhook-endpoints/${endpoint.id}`,
+      key: a.key,
+      body: { enabled: false },
+    });
+    expectError(await t.call({ method: 'POST', url: replayUrl, key: a.key }), 409, 'conflict');
+    await drain(a.tenantId);
+    expect(forTenant(a.tenantId)).toHaveLength(1);
+    expect((await t.call({ url: `/api/v1/webhook-deliveries/${delivery.id}`, key: a.key })).body).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+    });
+  });
+
+  it('events of one tenant never reach another tenant’s endpoints', async () => {
+    const a = await t.tenant();
+    const b = await t.tenant();
+    const endpointA = await createEndpoint(a.key, { url: `${receiver.url}/a` });
+    const endpointB = await createEndpoint(b.key, { url: `${receiver.url}/b` });
+    await createUser(b.tenantId, b.key);
+    await drain(b.tenantId);
+    await drain(a.tenantId);
+    expect(forTenant(b.tenantId).map((r) => r.path)).toEqual(['/hooks/b']);
+    expect(receiver.received.filter((r) => r.path === '/hooks/a')).toEqual([]);
+    expect(await deliveries(a.key, endpointA.id)).toEqual([]);
+    expect(await deliveries(b.key, endpointB.id)).toHaveLength(1);
+  });
+
+  it('during a secret rotation each message carries two signatures, one per secret, each verifying on its own', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    const rotated = await t.call({
+      method: 'POST',
+      url: `/api/v1/webhook-endpoints/${endpoint.id}/rotate-secret`,
+      key,
+    });
+    expect(rotated.status).toBe(200);
+    const newSecret = rotated.body.secret as string;
+    await createUser(tenantId, key);
+    await drain(tenantId);
+
+    const [got] = forTenant(tenantId);
+    if (!got) throw new Error('not delivered');
+    const signatures = String(got.headers['webhook-signature']).split(' ');
+    expect(signatures).toHaveLength(2);
+    for (const s of signatures) expect(s).toMatch(/^v1,/);
+    expect(verify(endpoint.secret, got)).toMatchObject({ type: 'user.created' });
+    expect(verify(newSecret, got)).toMatchObject({ type: 'user.created' });
+    const stranger = new Webhook(Buffer.from('x'.repeat(24)).toString('base64'));
+    expect(() => stranger.verify(got.body, got.headers as Record<string, string>)).toThrow();
+    // Each signature is its secret's own (computed by the library).
+    const id = String(got.headers['webhook-id']);
+    const at = new Date(Number(got.headers['webhook-timestamp']) * 1000);
+    expect(signatures.sort()).toEqual(
+      [new Webhook(newSecret).sign(id, at, got.body), new Webhook(endpoint.secret).sign(id, at, got.body)].sort(),
+    );
+  });
+
+  it('after the 24 h overlap only the new secret signs (time injected through the handler clock)', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    const rotated = await t.call({
+      method: 'POST',
+      url: `/api/v1/webhook-endpoints/${endpoint.id}/rotate-secret`,
+      key,
+    });
+    const queue = createJobQueue({ db: t.database.db, log: quiet });
+    registerWebhookDelivery(queue, {
+      db: t.database.db,
+      allowPrivateTargets: true,
+      timeoutMs: 2000,
+      now: () => new Date(Date.now() + DAY + 60_000),
+    });
+    await createUser(tenantId, key);
+    await drain(tenantId, queue);
+    const [got] = forTenant(tenantId);
+    if (!got) throw new Error('not delivered');
+    const signature = String(got.headers['webhook-signature']);
+    expect(signature.split(' ')).toHaveLength(1);
+    const at = new Date(Number(got.headers['webhook-timestamp']) * 1000);
+    expect(signature).toBe(new Webhook(rotated.body.secret).sign(String(got.headers['webhook-id']), at, got.body));
+  });
+
+  it('a restart between a failed attempt and its retry loses no event: a new app on the same database delivers it', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    receiver.script.push(500);
+
+    const first = await buildApp({ config: t.config, db: t.database.db });
+    await first.app.ready();
+    const created = await first.app.inject({
+      method: 'POST',
+      url: '/api/v1/users',
+      headers: { 'x-api-key': key },
+      payload: { email: `lin@${tenantId}.example.com`, name: 'Lin' },
+    });
+    expect(created.statusCode).toBe(201);
+    await first.jobs.runUntilIdle();
+    const [failed] = await deliveries(key, endpoint.id);
+    expect(failed).toMatchObject({ status: 'pending', attempts: 1, last_status_code: 500 });
+    await first.app.close();
+
+    const second = await buildApp({ config: t.config, db: t.database.db });
+    await second.app.ready();
+    try {
+      await drain(tenantId, second.jobs);
+    } finally {
+      await second.app.close();
+    }
+    const got = forTenant(tenantId);
+    expect(got).toHaveLength(2);
+    expect(got[1]?.headers['webhook-id']).toBe(failed.id);
+    expect(got[0]?.headers['webhook-id']).toBe(failed.id);
+    expect(verify(endpoint.secret, got[1] as Received)).toMatchObject({ type: 'user.created' });
+    expect((await deliveries(key, endpoint.id))[0]).toMatchObject({ status: 'succeeded', attempts: 2 });
+  });
+
+  it('the SSRF guard runs again at delivery time: a private address is refused without ALLOW_PRIVATE_TARGETS', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    const strict = createJobQueue({ db: t.database.db, log: quiet });
+    registerWebhookDelivery(strict, {
+      db: t.database.db,
+      allowPrivateTargets: false,
+      timeoutMs: 2000,
+      retry: { baseMs: 250 },
+    });
+    await createUser(tenantId, key);
+    await strict.runUntilIdle();
+    expect(forTenant(tenantId)).toEqual([]);
+    const [refused] = await deliveries(key, endpoint.id);
+    expect(refused).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
+    expect(refused.last_error).toContain('not a public address');
+    await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
+    await drain(tenantId);
+    expect(forTenant(tenantId)).toEqual([]);
+  });
+
+  it('an endpoint failing for 5 days straight is disabled with a disabled_reason; a success in between resets the count', async () => {
+    const { tenantId, key } = await t.tenant();
+    const failing = `${receiver.url}/always-500`;
+    const endpoint = await createEndpoint(key, { url: failing });
+    let clock = Date.now();
+    const queue = createJobQueue({ db: t.database.db, log: quiet });
+    registerWebhookDelivery(queue, {
+      db: t.database.db,
+      allowPrivateTargets: true,
+      timeoutMs: 2000,
+      retry: { baseMs: 250 },
+      now: () => new Date(clock),
+    });
+    const failOnce = async (name: string) => {
+      await createUser(tenantId, key, name);
+      await queue.runUntilIdle();
+    };
+
+    await failOnce('Day0');
+    clock += 4 * DAY;
+    await failOnce('Day4');
+    expect((await t.call({ url: `/api/v1/webhook-endpoints/${endpoint.id}`, key })).body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+    });
+    clock += DAY + 60_000;
+    await failOnce('Day5');
+    const disabled = await t.call({ url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
+    expect(disabled.body.enabled).toBe(false);
+    expect(disabled.body.disabled_reason).toContain('5 days');
+    const log = await deliveries(key, endpoint.id);
+    expect(log[0]).toMatchObject({ event_type: 'user.created', status: 'failed', next_retry_at: null });
+    // Retries still queued for the earlier events stop at the disabled endpoint.
+    await sleep(300);
+    await drain(tenantId, queue);
+    const sent = forTenant(tenantId).length;
+    expect((await deliveries(key, endpoint.id)).every((d: { status: string }) => d.status === 'failed')).toBe(true);
+
+    // A disabled endpoint gets no new deliveries; enabling it again starts afresh.
+    await createUser(tenantId, key, 'Day6');
+    expect(await deliveries(key, endpoint.id)).toHaveLength(3);
+    const enabled = await t.call({
+      method: 'PATCH',
+      url: `/api/v1/webhook-endpoints/${endpoint.id}`,
+      key,
+      body: { enabled: true },
+    });
+    expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null });
+    await failOnce('Day7');
+    expect((await t.call({ url: `/api/v1/webhook-endpoints/${endpoint.id}`, key })).body.enabled).toBe(true);
+    expect(forTenant(tenantId).length).toBe(sent + 1);
+
+    // Failing 3 days, one success, failing 3 more days: never 5 days in a row.
+    clock += 3 * DAY;
+    await failOnce('Day10');
+    const patch = (url: string) =>
+      t.call({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key, body: { url } });
+    await patch(receiver.url);
+    await createUser(tenantId, key, 'Day10ok');
+    await queue.runUntilIdle();
+    await patch(failing);
+    clock += 3 * DAY;
+    await failOnce('Day13');
+    expect((await t.call({ url: `/api/v1/webhook-endpoints/${endpoint.id}`, key })).body.enabled).toBe(true);
+    await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
+  });
+
+  it('a delivery stops being retried 24 h after its event: then it is failed', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key, { url: `${receiver.url}/always-500` });
+    let clock = Date.now();
+    const queue = createJobQueue({ db: t.database.db, log: quiet });
+    registerWebhookDelivery(queue, {
+      db: t.database.db,
+      allowPrivateTargets: true,
+      timeoutMs: 2000,
+      retry: { baseMs: 250 },
+      now: () => new Date(clock),
+    });
+    await createUser(tenantId, key);
+    await queue.runUntilIdle();
+    expect((await deliveries(key, endpoint.id))[0]).toMatchObject({ status: 'pending', attempts: 1 });
+    clock += DAY;
+    await sleep(300);
+    await drain(tenantId, queue);
+    const [given] = await deliveries(key, endpoint.id);
+    expect(given).toMatchObject({ status: 'failed', attempts: 2, last_status_code: 500, next_retry_at: null });
+    expect(forTenant(tenantId)).toHaveLength(2);
+  });
+
+  it('the areas emit their events: comments with mentions, links, users, permissions, knowledge gaps, source syncs', async () => {
+    const { tenantId, key } = await t.tenant();
+    const path = `/hooks/${tenantId}`;
+    const endpoint = await createEndpoint(key, { url: `${receiver.url}/${tenantId}` });
+    const call = async (method: 'POST' | 'DELETE', url: string, body?: unknown) => {
+      const r = await t.call({ method, url, key, ...(body !== undefined ? { body } : {}) });
+      expect(r.status, r.text).toBeLessThan(300);
+      return r.body;
+    };
+    const grace = await createUser(tenantId, key, 'Grace');
+    const task = await call('POST', '/api/v1/tasks', { title: 'Refund policy is unclear' });
+    const comment = await call('POST', `/api/v1/tasks/${task.id}/comments`, {
+      content: 'Can you look?',
+      mention_ids: [grace.id],
+    });
+    const gap = await t.services.knowledgeGaps.recordGap(tenantId, { question: 'Do you ship to Mars?' });
+    await t.services.knowledgeGaps.recordGap(tenantId, { question: 'do you ship to   mars?' }); // a repeat: no event
+    const link = await call('POST', `/api/v1/tasks/${task.id}/links`, {
+      target_type: 'knowledge_update_request',
+      target_id: gap.id,
+    });
+    await call('POST', `/api/v1/tasks/${task.id}/links`, {
+      target_type: 'knowledge_update_request',
+      target_id: gap.id,
+    });
+    const granted = await call('POST', `/api/v1/users/${grace.id}/permissions`, { permissions: ['tasks.view'] });
+    const permissionId = granted.permissions[0].id;
+    await call('DELETE', `/api/v1/users/${grace.id}/permissions/${permissionId}`);
+    // An upsert of an existing user that changes its permissions reports the difference.
+    await call('POST', '/api/v1/users', { email: grace.email, permissions: ['analytics.view'] });
+    const manual = await call('POST', '/api/v1/sources', { name: 'Handbook', source_type: 'manual' });
+    await call('POST', `/api/v1/sources/${manual.id}/sync`);
+    const site = await call('POST', '/api/v1/sources', {
+      name: 'Site',
+      source_type: 'website',
+      domain: 'http://127.0.0.1:9/',
+    });
+    await call('POST', `/api/v1/sources/${site.id}/sync`);
+    await drain(tenantId);
+
+    const events = receiver.received
+      .filter((r) => r.path === path)
+      .map((r) => verify(endpoint.secret, r) as { type: string; data: Record<string, unknown> });
+    expect(events.map((e) => e.type).sort()).toEqual(
+      [
+        'user.created',
+        'task.comment.created',
+        'knowledge_update_request.created',
+        'task.link.created',
+        'user.permissions.changed',
+        'user.permissions.changed',
+        'user.permissions.changed',
+        'source.sync.completed',
+        'source.sync.failed',
+      ].sort(),
+    );
+    const byType = (type: string) => events.filter((e) => e.type === type);
+    expect(byType('task.comment.created')[0]?.data).toEqual({
+      task: { id: task.id, identifier: task.identifier, title: task.title },
+      comment,
+    });
+    expect(comment.mentions).toEqual([{ id: grace.id, name: 'Grace', email: grace.email }]);
+    expect(byType('task.link.created')[0]?.data).toEqual({
+      task: { id: task.id, identifier: task.identifier, title: task.title },
+      link,
+    });
+    expect(byType('knowledge_update_request.created')[0]?.data).toEqual({ knowledge_update_request: gap });
+    expect(byType('user.permissions.changed').map((e) => [e.data.added, e.data.removed])).toEqual([
+      [['tasks.view'], []],
+      [[], ['tasks.view']],
+      [['analytics.view'], []],
+    ]);
+    expect(byType('source.sync.completed')[0]?.data.source).toMatchObject({ id: manual.id, sync_status: 'synced' });
+    const failed = byType('source.sync.failed')[0]?.data.source as { id: string; sync_error: string };
+    expect(failed).toMatchObject({ id: site.id, sync_status: 'failed' });
+    expect(failed.sync_error).toBeTruthy();
+  });
+
+  it('a turn that stops WAITING_CLIENT sends conversation.turn.waiting_client with the calls it waits for', async () => {
+    const { tenantId, key } = await t.tenant();
+    const path = `/hooks/${tenantId}`;
+    const endpoint = await createEndpoint(key, {
+      url: `${receiver.url}/${tenantId}`,
+      events: ['conversation.turn.waiting_client'],
+    });
+    const sent = await t.call({
+      method: 'POST',
+      url: '/api/v1/messages',
+      key,
+      body: {
+        content: 'please run get_cart for me',
+        client_functions: [
+          { name: 'get_cart', description: 'The cart', parameters: { type: 'object', properties: {} } },
+        ],
+        client_functions_mode: 'pause',
+      },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.body.status).toBe('WAITING_CLIENT');
+    await drain(tenantId);
+    const events = receiver.received
+      .filter((r) => r.path === path)
+      .map((r) => verify(endpoint.secret, r) as { type: string; data: Record<string, unknown> });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      type: 'conversation.turn.waiting_client',
+      data: {
+        conversation_id: sent.body.conversation_id,
+        message_id: sent.body.id,
+        function_calls: [{ call_id: sent.body.function_calls[0].call_id, name: 'get_cart' }],
+      },
+    });
+  });
+
+  it('the log sweep removes finished deliveries past retention with their events, never a pending one', async () => {
+    const { tenantId, key } = await t.tenant();
+    const done = await createEndpoint(key, { url: `${receiver.url}/done` });
+    const failing = await createEndpoint(key, { url: `${receiver.url}/always-500` });
+    await createUser(tenantId, key);
+    await t.jobs.runUntilIdle();
+    expect((await deliveries(key, done.id))[0].status).toBe('succeeded');
+    const [pending] = await deliveries(key, failing.id);
+    expect(pending.status).toBe('pending');
+
+    await sweepWebhookLog(t.database.db, 60_000); // nothing is a minute old yet
+    expect(await deliveries(key, done.id)).toHaveLength(1);
+    await sleep(5);
+    await sweepWebhookLog(t.database.db, 0);
+    expect(await deliveries(key, done.id)).toEqual([]);
+    expect(await deliveries(key, failing.id)).toHaveLength(1);
+    const event = await t.database.db
+      .selectFrom('webhook_events')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', pending.event_id)
+      .executeTakeFirst();
+    expect(event).toBeDefined(); // still needed by the pending delivery
+    await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${failing.id}`, key });
+  });
+
+  it('deleting an endpoint drops its queued attempts', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    await createUser(tenantId, key);
+    await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
+    await drain(tenantId);
+    expect(forTenant(tenantId)).toEqual([]);
+  });
+});
