@@ -1,0 +1,191 @@
+// Server-rendered HTML of the owners' settings pages. Every value from the database or the request
+// goes through `escapeHtml`; the pages load their CSS and script from /admin/assets/.
+import type { ApiKeyRecord } from '../../domain/tenants.js';
+
+export const SETTINGS_PATH = '/admin/settings/integrations/api';
+export const LOGIN_PATH = '/admin/login';
+
+export function escapeHtml(value: string): string {
+  return value.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
+  );
+}
+
+const h = escapeHtml;
+
+interface Layout {
+  title: string;
+  body: string;
+  signedIn?: { email: string; tenantId: string; csrf: string };
+}
+
+export function layout({ title, body, signedIn }: Layout): string {
+  const top = signedIn
+    ? `<span class="who">${h(signedIn.email)} · workspace <code>${h(signedIn.tenantId)}</code></span>
+<form method="post" action="/admin/logout"><input type="hidden" name="_csrf" value="${h(signedIn.csrf)}">
+<button type="submit">Sign out</button></form>`
+    : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${h(title)} — Workspace settings</title>
+<link rel="icon" href="data:,"><link rel="stylesheet" href="/admin/assets/settings.css"><script src="/admin/assets/settings.js" defer></script>
+</head><body>
+<header class="top"><span class="brand">Workspace settings</span>${top}</header>
+<main>${body}</main>
+</body></html>`;
+}
+
+export function loginPage(input: {
+  csrf: string;
+  tenantId?: string | undefined;
+  email?: string | undefined;
+  error?: string | undefined;
+  tenantFixed?: boolean;
+}): string {
+  const error = input.error ? `<div class="notice error" role="alert">${h(input.error)}</div>` : '';
+  const tenantField = input.tenantFixed
+    ? `<input type="hidden" name="tenant_id" value="${h(input.tenantId ?? '')}">
+<p class="muted">Workspace <code>${h(input.tenantId ?? '')}</code></p>`
+    : `<label for="tenant_id">Workspace id</label>
+<input type="text" id="tenant_id" name="tenant_id" required autocomplete="organization" value="${h(input.tenantId ?? '')}">`;
+  return layout({
+    title: 'Sign in',
+    body: `<div class="card narrow"><h1>Sign in</h1>
+<p class="muted">Workspace owners manage the API keys of their workspace here.</p>
+${error}
+<form method="post" action="${LOGIN_PATH}">
+<input type="hidden" name="_csrf" value="${h(input.csrf)}">
+${tenantField}
+<label for="email">E-mail</label>
+<input type="email" id="email" name="email" required autocomplete="username" value="${h(input.email ?? '')}">
+<label for="password">Password</label>
+<input type="password" id="password" name="password" required autocomplete="current-password">
+<p><button type="submit" class="primary">Sign in</button></p>
+</form></div>`,
+  });
+}
+
+function when(value: string | null, empty: string): string {
+  if (!value) return `<span class="muted">${h(empty)}</span>`;
+  const text = `${value.slice(0, 10)} ${value.slice(11, 16)} UTC`;
+  return `<time datetime="${h(value)}">${h(text)}</time>`;
+}
+
+function keyRow(key: ApiKeyRecord, csrf: string): string {
+  const action = (name: 'revoke' | 'lock' | 'unlock', label: string, cls = '', confirm?: string) =>
+    `<form method="post" action="${SETTINGS_PATH}/keys/${h(key.id)}/${name}"${
+      confirm ? ` data-confirm="${h(confirm)}"` : ''
+    }><input type="hidden" name="_csrf" value="${h(csrf)}"><button type="submit" class="${cls}" data-action="${name}">${label}</button></form>`;
+  const actions =
+    key.status === 'revoked'
+      ? '<span class="muted">—</span>'
+      : [
+          key.status === 'locked' ? action('unlock', 'Unlock') : action('lock', 'Lock'),
+          action(
+            'revoke',
+            'Revoke',
+            'danger',
+            `Revoke the key "${key.name}"? Programs using it stop working at once; this cannot be undone.`,
+          ),
+        ].join('');
+  const scopes = key.scopes.length
+    ? key.scopes.map((s) => `<span class="chip">${h(s)}</span>`).join('')
+    : '<span class="muted">none</span>';
+  return `<tr data-key-id="${h(key.id)}">
+<td><strong>${h(key.name)}</strong></td>
+<td class="nowrap"><code>${h(key.prefix)}…</code></td>
+<td><div class="scopes">${scopes}</div></td>
+<td><span class="badge ${h(key.status)}" data-status="${h(key.status)}">${h(key.status)}</span></td>
+<td class="nowrap">${when(key.last_used_at, 'never')}</td>
+<td class="nowrap">${when(key.expires_at, 'never')}</td>
+<td class="nowrap">${when(key.created_at, '')}</td>
+<td><div class="actions">${actions}</div></td>
+</tr>`;
+}
+
+export interface KeysPageInput {
+  email: string;
+  tenantId: string;
+  csrf: string;
+  keys: ApiKeyRecord[];
+  nextCursor: string | null;
+  resources: readonly string[];
+  notice?: string | undefined;
+  error?: string | undefined;
+  created?: (ApiKeyRecord & { secret: string }) | undefined;
+  form?: { name?: string; scopes?: string[]; expires_on?: string } | undefined;
+}
+
+export function keysPage(input: KeysPageInput): string {
+  const form = input.form ?? {};
+  const chosen = new Set(form.scopes ?? []);
+  const created = input.created
+    ? `<section class="secret" aria-live="polite"><h2>Key “${h(input.created.name)}” created</h2>
+<p>Copy the key now and keep it somewhere safe: <strong>it is not shown again</strong>. Send it in the
+<code>X-API-Key</code> header.</p>
+<div class="row"><input id="new-secret" type="text" readonly value="${h(input.created.secret)}" aria-label="New API key" data-page="${SETTINGS_PATH}">
+<button type="button" id="copy-secret">Copy</button></div></section>`
+    : '';
+  const notice = input.notice ? `<div class="notice ok" role="status">${h(input.notice)}</div>` : '';
+  const error = input.error ? `<div class="notice error" role="alert">${h(input.error)}</div>` : '';
+  const rows = input.keys.map((key) => keyRow(key, input.csrf)).join('\n');
+  const table = input.keys.length
+    ? `<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>Status</th><th>Last used</th>
+<th>Expires</th><th>Created</th><th></th></tr></thead><tbody>
+${rows}
+</tbody></table>`
+    : '<p class="muted" id="keys-empty">This workspace has no API keys yet.</p>';
+  const pager = input.nextCursor
+    ? `<div class="pager"><a class="button" href="${SETTINGS_PATH}?cursor=${encodeURIComponent(input.nextCursor)}">Older keys →</a></div>`
+    : '';
+  const scopeRows = input.resources
+    .map((resource) => {
+      const read = `${resource}:read`;
+      const write = `${resource}:write`;
+      const id = (scope: string) => `scope-${scope.replace(':', '-')}`;
+      return `<div class="resource"><span>${h(resource)}</span>
+<label><input type="checkbox" name="scopes" value="${h(read)}" id="${id(read)}" data-read="${id(write)}"${
+        chosen.has(read) ? ' checked' : ''
+      }> read</label>
+<label><input type="checkbox" name="scopes" value="${h(write)}" id="${id(write)}" data-write="${id(read)}"${
+        chosen.has(write) ? ' checked' : ''
+      }> write</label></div>`;
+    })
+    .join('\n');
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
+  return layout({
+    title: 'API keys',
+    signedIn: { email: input.email, tenantId: input.tenantId, csrf: input.csrf },
+    body: `<nav class="crumbs">Settings › Integrations › API</nav>
+<h1>API keys</h1>
+${created}${notice}${error}
+<section class="card"><h2>Keys of this workspace</h2>
+${table}${pager}</section>
+<section class="card"><h2>Create a key</h2>
+<form method="post" action="${SETTINGS_PATH}/keys" id="create-key">
+<input type="hidden" name="_csrf" value="${h(input.csrf)}">
+<div class="row2"><div><label for="name">Name</label>
+<input type="text" id="name" name="name" required maxlength="200" placeholder="e.g. CI pipeline" value="${h(form.name ?? '')}"></div>
+<div><label for="expires_on">Expires on (end of day, UTC)</label>
+<input type="date" id="expires_on" name="expires_on" min="${tomorrow}" value="${h(form.expires_on ?? '')}">
+<div class="quick"><button type="button" data-days="30">30 days</button><button type="button" data-days="90">90 days</button>
+<button type="button" data-days="365">1 year</button><button type="button" data-days="0">Never</button></div></div></div>
+<label>Scopes <span class="muted">(write includes read)</span></label>
+<div class="quick"><button type="button" data-select="read">All read</button><button type="button" data-select="all">All</button>
+<button type="button" data-select="none">None</button></div>
+<div class="scope-grid">${scopeRows}</div>
+<p><button type="submit" class="primary">Create key</button></p>
+</form></section>`,
+  });
+}
+
+export function errorPage(status: number, message: string): string {
+  return layout({
+    title: `Error ${status}`,
+    body: `<div class="card narrow"><h1>${status === 403 ? 'Request refused' : 'Something went wrong'}</h1>
+<div class="notice error" role="alert">${h(message)}</div>
+<p><a class="button" href="${SETTINGS_PATH}">Back to the settings</a></p></div>`,
+  });
+}

@@ -1,0 +1,498 @@
+// The owners' settings page (spec: Authentication 5: "Keys and their scopes are managed by the
+// workspace owner in the admin settings under integrations, API"; issue 11). A real Chromium
+// (playwright-core, Debian's /usr/bin/chromium) drives the page against the app listening on
+// 127.0.0.1; the HTTP-level rules (credentials, CSRF, cookie flags, hashing) are checked by requests.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CSRF_COOKIE, LOGIN_ATTEMPTS_PER_MINUTE, SESSION_COOKIE } from '../src/admin/settings/index.js';
+import { verifyPassword } from '../src/domain/owners.js';
+import { sha256Hex } from '../src/lib/ids.js';
+import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
+
+const SETTINGS = '/admin/settings/integrations/api';
+const ARTIFACTS = path.resolve('test/artifacts');
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+let t: TestApp;
+let base = '';
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  // TRUST_PROXY: tests tell https from http (X-Forwarded-Proto) and give each test its own client IP.
+  t = await startTestApp({ TRUST_PROXY: 'true' });
+  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+  await t.close();
+});
+
+/** A tenant with an owner whose password the test chose. */
+async function tenantWithOwner(password = 'correct horse battery staple') {
+  const tenantId = `t-${randomBytes(5).toString('hex')}`;
+  const email = `owner@${tenantId}.example.com`;
+  const created = await t.call({
+    method: 'POST',
+    url: '/admin/v1/tenants',
+    headers: admin,
+    body: { tenant_id: tenantId, name: 'Acme', owner: { email, password } },
+  });
+  expect(created.status).toBe(201);
+  return { tenantId, email, password, owner: created.body.owner };
+}
+
+/** A cookie-keeping client over `inject`, from its own client IP. */
+function agent(ip = `10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) {
+  const jar = new Map<string, string>();
+  const send = async (method: 'GET' | 'POST', url: string, form?: Record<string, string | string[]>, extra = {}) => {
+    const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const response = await t.app.inject({
+      method,
+      url,
+      headers: {
+        'x-forwarded-for': ip,
+        ...(cookie ? { cookie } : {}),
+        ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        ...extra,
+      },
+      ...(form
+        ? {
+            payload: new URLSearchParams(
+              Object.entries(form).flatMap(([k, v]): [string, string][] =>
+                Array.isArray(v) ? v.map((x): [string, string] => [k, x]) : [[k, v]],
+              ),
+            ).toString(),
+          }
+        : {}),
+    });
+    for (const c of response.cookies as { name: string; value: string; expires?: Date }[]) {
+      if (c.value === '' || (c.expires && c.expires.getTime() < Date.now())) jar.delete(c.name);
+      else jar.set(c.name, c.value);
+    }
+    return response;
+  };
+  const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+  return {
+    jar,
+    send,
+    csrfOf,
+    async signIn(tenantId: string, email: string, password: string, extra = {}) {
+      const page = await send('GET', '/admin/login', undefined, extra);
+      return send('POST', '/admin/login', { _csrf: csrfOf(page.body), tenant_id: tenantId, email, password }, extra);
+    },
+    async csrf() {
+      return csrfOf((await send('GET', SETTINGS)).body);
+    },
+  };
+}
+
+describe('owner accounts', () => {
+  it('a tenant created with an owner but no password gets a generated one, returned once; it signs in', async () => {
+    const tenantId = `t-${randomBytes(5).toString('hex')}`;
+    const created = await t.call({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: admin,
+      body: { tenant_id: tenantId, name: 'Generated', owner: { email: 'Boss@Example.com' } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      id: tenantId,
+      object: 'tenant',
+      owner: { object: 'owner', email: 'Boss@Example.com' },
+    });
+    expect(created.body.owner_password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    const signedIn = await agent().signIn(tenantId, 'boss@example.com', created.body.owner_password);
+    expect(signedIn.statusCode).toBe(303);
+    expect(signedIn.headers.location).toBe(SETTINGS);
+  });
+
+  it('the password is stored as a salted scrypt hash, never as the password', async () => {
+    const { tenantId, password } = await tenantWithOwner();
+    const { owner: other } = await tenantWithOwner(password);
+    const rows = await t.database.db
+      .selectFrom('owners')
+      .select(['tenant_id', 'password_hash'])
+      .where('tenant_id', 'in', [tenantId, other.tenant_id])
+      .execute();
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.password_hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+      expect(row.password_hash).not.toContain(password);
+      expect(await verifyPassword(password, row.password_hash)).toBe(true);
+      expect(await verifyPassword(`${password}x`, row.password_hash)).toBe(false);
+    }
+    // A random salt each time: the same password hashes differently.
+    expect(rows[0]?.password_hash).not.toBe(rows[1]?.password_hash);
+  });
+
+  it('owner input is validated: a bad e-mail or a short password answers 422 with its param; a second owner with the same e-mail 409', async () => {
+    const tenantId = `t-${randomBytes(5).toString('hex')}`;
+    const bad = (owner: unknown) =>
+      t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants',
+        headers: admin,
+        body: { tenant_id: tenantId, name: 'x', owner },
+      });
+    expectError(await bad({ email: 'not-an-email' }), 422, 'validation_error', 'owner.email');
+    expectError(await bad({ email: 'a@b.co', password: 'short' }), 422, 'validation_error', 'owner.password');
+    expect((await t.call({ url: `/admin/v1/tenants/${tenantId}`, headers: admin })).status).toBe(404);
+
+    const { tenantId: existing, email } = await tenantWithOwner();
+    const added = await t.call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${existing}/owners`,
+      headers: admin,
+      body: { email: 'second@example.com' },
+    });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ object: 'owner', tenant_id: existing, email: 'second@example.com' });
+    expect(added.body.password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: `/admin/v1/tenants/${existing}/owners`,
+        headers: admin,
+        body: { email: email.toUpperCase() },
+      }),
+      409,
+      'conflict',
+      'email',
+    );
+  });
+});
+
+describe('the settings page in a browser', () => {
+  it('an owner signs in, creates a key with chosen scopes, sees its secret once, uses it, revokes it, and the API refuses it within a second', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+
+    // Not signed in: the settings page sends the owner to the sign-in form.
+    await page.goto(`${base}${SETTINGS}`);
+    expect(new URL(page.url()).pathname).toBe('/admin/login');
+    await page.fill('#tenant_id', tenantId);
+    await page.fill('#email', email);
+    await page.fill('#password', password);
+    await Promise.all([page.waitForURL(`${base}${SETTINGS}`), page.click('button[type=submit].primary')]);
+    expect(await page.textContent('h1')).toBe('API keys');
+    expect(await page.textContent('header.top .who')).toContain(email);
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === SESSION_COOKIE);
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/admin', secure: false });
+
+    // Create a key: apps write (the page ticks apps read with it) and knowledge read, 30 days.
+    await page.fill('#name', 'CI pipeline');
+    await page.check('#scope-apps-write');
+    expect(await page.isChecked('#scope-apps-read')).toBe(true);
+    await page.check('#scope-knowledge-read');
+    await page.click('button[data-days="30"]');
+    const expiry = await page.inputValue('#expires_on');
+    expect(expiry).toBe(new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10));
+    await Promise.all([page.waitForSelector('#new-secret'), page.click('#create-key button[type=submit]')]);
+    const secret = await page.inputValue('#new-secret');
+    expect(secret).toMatch(/^wsk_/);
+    // The address bar no longer holds the form post, so a reload cannot create a second key.
+    await page.waitForURL(`${base}${SETTINGS}`);
+    const row = page.locator('#keys tbody tr', { hasText: 'CI pipeline' });
+    expect(await row.locator('.chip').allTextContents()).toEqual(['apps:read', 'apps:write', 'knowledge:read']);
+    expect(await row.locator('.badge').textContent()).toBe('active');
+    expect(await row.locator('td').nth(1).textContent()).toBe(`${secret.slice(0, 12)}…`);
+    expect(await row.locator('td').nth(5).textContent()).toBe(`${expiry} 23:59 UTC`);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-page-created.png'), fullPage: true });
+
+    // The key works against the API with exactly its scopes.
+    const api = (url: string) => fetch(`${base}${url}`, { headers: { 'x-api-key': secret } });
+    expect((await api('/api/v1/apps')).status).toBe(200);
+    expect((await api('/api/v1/documents')).status).toBe(200);
+    const denied = await api('/api/v1/tasks');
+    expect(denied.status).toBe(403);
+    expect(((await denied.json()) as { error: { code: string } }).error.code).toBe('insufficient_scope');
+
+    // Shown once: a fresh load of the page has the key's prefix, never its secret.
+    await page.goto(`${base}${SETTINGS}`);
+    expect(await page.locator('#new-secret').count()).toBe(0);
+    expect(await page.content()).not.toContain(secret);
+
+    // Revoke it on the page (the confirmation dialog is accepted).
+    page.once('dialog', (dialog) => void dialog.accept());
+    await Promise.all([
+      page.waitForURL(`${base}${SETTINGS}?done=revoke`),
+      page.locator('#keys tbody tr', { hasText: 'CI pipeline' }).locator('button[data-action=revoke]').click(),
+    ]);
+    const revokedAt = Date.now();
+    expect(await page.textContent('.notice.ok')).toContain('revoked');
+    expect(await page.locator('#keys tbody tr', { hasText: 'CI pipeline' }).locator('.badge').textContent()).toBe(
+      'revoked',
+    );
+    let refused = await api('/api/v1/apps');
+    while (refused.status !== 401 && Date.now() - revokedAt < 1000) refused = await api('/api/v1/apps');
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+    expect(Date.now() - revokedAt).toBeLessThan(1000);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-page.png'), fullPage: true });
+
+    // Sign out ends the session.
+    await Promise.all([page.waitForURL(`${base}/admin/login`), page.click('header.top button')]);
+    await page.goto(`${base}${SETTINGS}`);
+    expect(new URL(page.url()).pathname).toBe('/admin/login');
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});
+
+describe('sign-in, sessions and CSRF over HTTP', () => {
+  it('wrong credentials answer 401 with one generic message, whatever was wrong, and set no session', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    const attempts = [
+      [tenantId, email, 'wrong password 123'],
+      [tenantId, 'nobody@example.com', password],
+      ['no-such-tenant', email, password],
+    ] as const;
+    for (const [tenant, mail, pass] of attempts) {
+      const response = await client.signIn(tenant, mail, pass);
+      expect(response.statusCode).toBe(401);
+      expect(response.body).toContain('Wrong workspace, e-mail or password.');
+      expect(response.body).not.toContain('Unknown');
+      expect(client.jar.has(SESSION_COOKIE)).toBe(false);
+    }
+    expect((await client.send('GET', SETTINGS)).headers.location).toBe('/admin/login');
+  });
+
+  it('the session cookie is HttpOnly, SameSite=Lax, scoped to /admin, expires, is Secure over https, and is stored only as a SHA-256 hash', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const plain = await agent().signIn(tenantId, email, password);
+    const cookie = (
+      plain.cookies as {
+        name: string;
+        value: string;
+        httpOnly?: boolean;
+        sameSite?: string;
+        path?: string;
+        secure?: boolean;
+        expires?: Date;
+      }[]
+    ).find((c) => c.name === SESSION_COOKIE);
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/admin' });
+    expect(cookie?.secure).toBeFalsy();
+    const hoursLeft = ((cookie?.expires?.getTime() ?? 0) - Date.now()) / 3_600_000;
+    expect(hoursLeft).toBeGreaterThan(11.9);
+    expect(hoursLeft).toBeLessThanOrEqual(12);
+
+    const rows = await t.database.db
+      .selectFrom('owner_sessions')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.token_hash).toBe(sha256Hex(cookie?.value ?? ''));
+    expect(JSON.stringify(rows)).not.toContain(cookie?.value);
+
+    const https = { 'x-forwarded-proto': 'https' };
+    const secure = await agent().signIn(tenantId, email, password, https);
+    const secureCookie = (secure.cookies as { name: string; secure?: boolean }[]).find(
+      (c) => c.name === SESSION_COOKIE,
+    );
+    expect(secureCookie?.secure).toBe(true);
+  });
+
+  it('a POST without a CSRF token, or with a wrong one, answers 403 and changes nothing', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    expect((await client.signIn(tenantId, email, password)).statusCode).toBe(303);
+    const token = await client.csrf();
+    expect(token).not.toBe('');
+
+    const missing = await client.send('POST', `${SETTINGS}/keys`, { name: 'sneaky', scopes: 'apps:read' });
+    expect(missing.statusCode).toBe(403);
+    expect(missing.headers['content-type']).toContain('text/html');
+    const forged = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: `${token.slice(0, -2)}xx`,
+      name: 'sneaky',
+      scopes: 'apps:read',
+    });
+    expect(forged.statusCode).toBe(403);
+    // A token from another browser (another CSRF secret) is refused too.
+    const otherToken = await agent()
+      .send('GET', '/admin/login')
+      .then((r) => /name="_csrf" value="([^"]+)"/.exec(r.body)?.[1] ?? '');
+    const foreign = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: otherToken,
+      name: 'sneaky',
+      scopes: 'apps:read',
+    });
+    expect(foreign.statusCode).toBe(403);
+    const keys = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(keys.body.data).toEqual([]);
+
+    // The sign-in and sign-out forms are protected as well.
+    expect((await agent().send('POST', '/admin/login', { tenant_id: tenantId, email, password })).statusCode).toBe(403);
+    expect((await client.send('POST', '/admin/logout', {})).statusCode).toBe(403);
+    expect((await client.send('GET', SETTINGS)).statusCode).toBe(200); // still signed in
+
+    // With the page's token, the same form works.
+    const created = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: token,
+      name: 'legit',
+      scopes: ['apps:read', 'tasks:write'],
+    });
+    expect(created.statusCode).toBe(201);
+    const after = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(after.body.data).toMatchObject([{ name: 'legit', scopes: ['apps:read', 'tasks:write'], status: 'active' }]);
+  });
+
+  it('the CSRF secret is renewed at sign-in: a token from the sign-in page no longer works afterwards', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    const before = client.csrfOf((await client.send('GET', '/admin/login')).body);
+    const secretBefore = client.jar.get(CSRF_COOKIE);
+    expect(
+      (await client.send('POST', '/admin/login', { _csrf: before, tenant_id: tenantId, email, password })).statusCode,
+    ).toBe(303);
+    const stale = await client.send('POST', `${SETTINGS}/keys`, { _csrf: before, name: 'stale', scopes: 'apps:read' });
+    expect(stale.statusCode).toBe(403);
+    await client.csrf();
+    expect(client.jar.get(CSRF_COOKIE)).not.toBe(secretBefore);
+  });
+
+  it('lock and unlock on the page take effect on the API at once; an invalid form answers 422 and creates nothing', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    await client.signIn(tenantId, email, password);
+    const token = await client.csrf();
+    const created = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: token,
+      name: 'svc',
+      scopes: 'apps:read',
+      expires_on: '2099-12-31',
+    });
+    expect(created.statusCode).toBe(201);
+    const secret = /id="new-secret" type="text" readonly value="([^"]+)"/.exec(created.body)?.[1] ?? '';
+    const keyId = /data-key-id="([^"]+)"/.exec(created.body)?.[1] ?? '';
+    const record = await t.call({ url: `/admin/v1/api-keys/${keyId}`, headers: admin });
+    expect(record.body).toMatchObject({ tenant_id: tenantId, expires_at: '2099-12-31T23:59:59.999Z' });
+
+    const lock = await client.send('POST', `${SETTINGS}/keys/${keyId}/lock`, { _csrf: token });
+    expect(lock.statusCode).toBe(303);
+    expectError(await t.call({ url: '/api/v1/apps', key: secret }), 401, 'invalid_api_key');
+    expect((await client.send('GET', `${SETTINGS}?done=lock`)).body).toContain('data-status="locked"');
+    await client.send('POST', `${SETTINGS}/keys/${keyId}/unlock`, { _csrf: token });
+    expect((await t.call({ url: '/api/v1/apps', key: secret })).status).toBe(200);
+
+    const noScope = await client.send('POST', `${SETTINGS}/keys`, { _csrf: token, name: 'empty' });
+    expect(noScope.statusCode).toBe(422);
+    expect(noScope.body).toContain('Choose at least one scope.');
+    const past = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: token,
+      name: 'old',
+      scopes: 'apps:read',
+      expires_on: '2001-01-01',
+    });
+    expect(past.statusCode).toBe(422);
+    expect(past.body).toContain('expires_at must be in the future.');
+    const unknown = await client.send('POST', `${SETTINGS}/keys`, { _csrf: token, name: 'x', scopes: 'root:write' });
+    expect(unknown.statusCode).toBe(422);
+    const list = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(list.body.data.map((k: { name: string }) => k.name)).toEqual(['svc']);
+  });
+
+  it("an owner cannot touch another tenant's key: 404, and the key stays active", async () => {
+    const mine = await tenantWithOwner();
+    const theirs = await t.tenant(['apps:read']);
+    const theirKeyId = (await t.call({ url: `/admin/v1/tenants/${theirs.tenantId}/api-keys`, headers: admin })).body
+      .data[0].id;
+    const client = agent();
+    await client.signIn(mine.tenantId, mine.email, mine.password);
+    const token = await client.csrf();
+    const attempt = await client.send('POST', `${SETTINGS}/keys/${theirKeyId}/revoke`, { _csrf: token });
+    expect(attempt.statusCode).toBe(404);
+    expect((await t.call({ url: '/api/v1/apps', key: theirs.key })).status).toBe(200);
+    expect((await client.send('GET', SETTINGS)).body).not.toContain(theirKeyId);
+  });
+
+  it('sign-out deletes the session: its cookie no longer opens the page', async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    await client.signIn(tenantId, email, password);
+    const cookie = client.jar.get(SESSION_COOKIE);
+    const token = await client.csrf();
+    const out = await client.send('POST', '/admin/logout', { _csrf: token });
+    expect(out.statusCode).toBe(303);
+    expect(out.headers.location).toBe('/admin/login');
+    const rows = await t.database.db
+      .selectFrom('owner_sessions')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(rows).toEqual([]);
+    const replay = await t.app.inject({ url: SETTINGS, headers: { cookie: `${SESSION_COOKIE}=${cookie}` } });
+    expect(replay.statusCode).toBe(303);
+    expect(replay.headers.location).toBe('/admin/login');
+  });
+
+  it("a session on another tenant's host name does not open the page", async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    await client.signIn(tenantId, email, password);
+    expect((await client.send('GET', SETTINGS, undefined, { host: `${tenantId}.localhost` })).statusCode).toBe(200);
+    const other = await client.send('GET', SETTINGS, undefined, { host: 'someone-else.localhost' });
+    expect(other.statusCode).toBe(303);
+  });
+
+  it('the pages are not in the OpenAPI document and answer with a strict Content-Security-Policy and no-store', async () => {
+    const doc = await t.call({ url: '/api/v1/openapi.json' });
+    expect(
+      Object.keys(doc.body.paths).filter((p) => p.startsWith('/admin/settings') || p.startsWith('/admin/login')),
+    ).toEqual([]);
+    const login = await agent().send('GET', '/admin/login');
+    expect(login.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(login.headers['cache-control']).toBe('no-store');
+    expect(login.headers['x-frame-options']).toBe('DENY');
+  });
+
+  it(`sign-in attempts are rate-limited per client IP: the ${LOGIN_ATTEMPTS_PER_MINUTE + 1}th in a minute answers 429 with Retry-After`, async () => {
+    const { tenantId, email } = await tenantWithOwner();
+    const client = agent('10.99.99.99');
+    const token = client.csrfOf((await client.send('GET', '/admin/login')).body);
+    const statuses: number[] = [];
+    for (let i = 0; i <= LOGIN_ATTEMPTS_PER_MINUTE; i++) {
+      const response = await client.send('POST', '/admin/login', {
+        _csrf: token,
+        tenant_id: tenantId,
+        email,
+        password: `guess-${i}-xxxxxxxx`,
+      });
+      statuses.push(response.statusCode);
+      if (response.statusCode === 429) {
+        expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+        expect(response.headers['content-type']).toContain('text/html');
+      }
+    }
+    expect(statuses.slice(0, LOGIN_ATTEMPTS_PER_MINUTE).every((s) => s === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    // Another address is not affected.
+    expect((await agent('10.98.0.1').send('GET', '/admin/login')).statusCode).toBe(200);
+  });
+});
