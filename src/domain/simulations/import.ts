@@ -1,0 +1,116 @@
+// A test case built from a real conversation (DESIGN.md §7, "import from thread"; the thread is a
+// conversation id). What the conversation holds becomes the case:
+// - the first customer message → `question`; later customer messages → `steps`;
+// - the agent's turns decide `expected_type`, in this order: a handoff → `handoff` (the agent it
+//   went to); a tool call → `tool_call` (the first call's name and arguments; the outputs of every
+//   call become `tool_call_overrides`, so replaying the case does not run the tools again);
+//   a declined final answer (the built-in "don't know" text, or a knowledge gap recorded for the
+//   message it answers) →
+//   `no_answer`; otherwise → `answer`, with the agent's final answer as `expected_answer`.
+// Personal data in the imported text is replaced with placeholders unless `redact_pii` is false
+// (./pii.ts), and `metadata.source_conversation_id` traces the case back to the conversation.
+import { UNKNOWN_ANSWER } from '../../agent/builtin-provider.js';
+import type { Db } from '../../db/client.js';
+import type { SimulationExpectedType } from '../../db/schema.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { NewTestCase } from './datasets.js';
+import { redactText, redactValue } from './pii.js';
+
+/** Messages read from a conversation; a longer one is cut (its first messages are the case). */
+const MAX_MESSAGES = 200;
+
+export interface ImportOptions {
+  redact_pii?: boolean | undefined;
+  persona_id?: string | undefined;
+}
+
+export async function testCaseFromConversation(
+  db: Db,
+  tenantId: string,
+  conversationId: string,
+  options: ImportOptions,
+): Promise<NewTestCase> {
+  const conversation = await db
+    .selectFrom('conversations')
+    .select(['id', 'language'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', conversationId)
+    .executeTakeFirst();
+  if (!conversation) throw new NotFoundError('conversation', conversationId);
+
+  const messages = await db
+    .selectFrom('messages')
+    .select(['id', 'author', 'hidden', 'content', 'status', 'handoff', 'in_reply_to'])
+    .where('tenant_id', '=', tenantId)
+    .where('conversation_id', '=', conversationId)
+    .orderBy('id')
+    .limit(MAX_MESSAGES)
+    .execute();
+  const customer = messages.filter((m) => m.author === 'customer' && !m.hidden && m.content.trim() !== '');
+  const first = customer[0];
+  if (!first) {
+    throw new ConflictError('This conversation has no customer message to build a test case from.');
+  }
+  const agentMessages = messages.filter((m) => m.author === 'agent');
+  const agentIds = agentMessages.map((m) => m.id);
+  const calls =
+    agentIds.length === 0
+      ? []
+      : await db
+          .selectFrom('function_calls')
+          .select(['message_id', 'name', 'arguments', 'status', 'output'])
+          .where('tenant_id', '=', tenantId)
+          .where('message_id', 'in', agentIds)
+          .orderBy('message_id')
+          .orderBy('position')
+          .execute();
+  const handoff = agentMessages.find((m) => m.handoff !== null)?.handoff ?? null;
+  const answered = agentMessages.filter((m) => m.status === 'COMPLETED' && m.content.trim() !== '');
+  const final = answered[answered.length - 1];
+  const finalAnswer = final?.content ?? null;
+  const firstCall = calls[0];
+  // The final answer declined when it is the built-in "don't know" text or a knowledge gap was
+  // recorded for the message it answers.
+  const gap =
+    final?.in_reply_to == null
+      ? undefined
+      : await db
+          .selectFrom('knowledge_update_requests')
+          .select('id')
+          .where('tenant_id', '=', tenantId)
+          .where('message_id', '=', final.in_reply_to)
+          .executeTakeFirst();
+
+  let expectedType: SimulationExpectedType;
+  if (handoff) expectedType = 'handoff';
+  else if (firstCall) expectedType = 'tool_call';
+  else if (gap !== undefined || finalAnswer === null || finalAnswer === UNKNOWN_ANSWER) expectedType = 'no_answer';
+  else expectedType = 'answer';
+
+  const toolCallOverrides: Record<string, unknown> = {};
+  for (const call of calls) {
+    if (call.status === 'completed' && !Object.hasOwn(toolCallOverrides, call.name)) {
+      toolCallOverrides[call.name] = call.output ?? null;
+    }
+  }
+
+  const redact = options.redact_pii !== false;
+  const text = (value: string) => (redact ? redactText(value) : value);
+  const value = <T>(v: T) => (redact ? redactValue(v) : v);
+  return {
+    question: text(first.content),
+    expected_type: expectedType,
+    expected_answer: finalAnswer === null || expectedType === 'no_answer' ? null : text(finalAnswer),
+    expected_tool_name: firstCall?.name ?? null,
+    expected_tool_args: firstCall ? value(firstCall.arguments) : {},
+    expected_agent_id: handoff?.agent_id ?? null,
+    persona_id: options.persona_id,
+    metadata: {
+      source_conversation_id: conversationId,
+      pii_redacted: redact,
+      ...(conversation.language ? { language: conversation.language } : {}),
+    },
+    tool_call_overrides: value(toolCallOverrides),
+    steps: customer.slice(1).map((m) => ({ content: text(m.content) })),
+  };
+}

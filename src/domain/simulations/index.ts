@@ -1,0 +1,107 @@
+// The simulations area (DESIGN.md §7, docs/simulations.md): personas, datasets and test cases,
+// import from conversations, and runs played on the job queue.
+//
+// Runs play cases through the turn engine customers get (`createAgentEngine`, with the provider
+// the configuration selects, the same knowledge search and rank threshold). Its one difference
+// is the knowledge-gap sink: a simulated "don't know" is reported to the runner (it is how a
+// `no_answer` case is recognised) instead of being queued as a knowledge gap for the team.
+// Simulated conversations are marked in `simulation_conversations`.
+
+import { type AgentEngineDeps, createAgentEngine } from '../../agent/engine.js';
+import { createProvider } from '../../agent/index.js';
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/client.js';
+import type { JobQueue } from '../../jobs/queue.js';
+import type { AgentService } from '../agents.js';
+import type { ConversationService } from '../conversations.js';
+import type { Page } from '../pagination.js';
+import { createDatasetStore, type NewDataset, type NewTestCase } from './datasets.js';
+import { testCaseFromConversation } from './import.js';
+import { createLlmJudge } from './judge.js';
+import { createDeclinedTracker, createRunService } from './runs.js';
+
+export { SIMULATION_RUN_JOB } from './runs.js';
+
+export interface SimulationDeps {
+  db: Db;
+  jobs: JobQueue;
+  config: Pick<
+    Config,
+    'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs' | 'clientFunctionTimeoutMs' | 'simulationConcurrency'
+  >;
+  agents: AgentService;
+  conversations: ConversationService;
+  searchKnowledge: AgentEngineDeps['searchKnowledge'];
+  minRank?: number | undefined;
+}
+
+export function createSimulationService(deps: SimulationDeps) {
+  const { db, config } = deps;
+  const store = createDatasetStore({ db });
+  const declined = createDeclinedTracker();
+  const engine = createAgentEngine({
+    db,
+    provider: createProvider(config),
+    agents: deps.agents,
+    conversations: deps.conversations,
+    searchKnowledge: deps.searchKnowledge,
+    recordGap: async (_tenantId, gap) => declined.record(gap.message_id),
+    clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
+    ...(deps.minRank !== undefined ? { minRank: deps.minRank } : {}),
+  });
+  const judge =
+    config.llmBaseUrl && config.llmModel
+      ? createLlmJudge({
+          baseUrl: config.llmBaseUrl,
+          apiKey: config.llmApiKey,
+          model: config.llmModel,
+          timeoutMs: config.llmTimeoutMs,
+        })
+      : undefined;
+  const runs = createRunService({
+    db,
+    jobs: deps.jobs,
+    agents: deps.agents,
+    store,
+    engine,
+    declined,
+    judge,
+    concurrency: config.simulationConcurrency,
+  });
+
+  return {
+    createPersona: store.createPersona,
+    listPersonas: store.listPersonas,
+    createDataset: (tenantId: string, input: NewDataset) => store.createDataset(tenantId, input),
+    listDatasets: store.listDatasets,
+    getDataset: store.getDataset,
+    deleteDataset: store.deleteDataset,
+    createTestCase: (tenantId: string, datasetId: string, input: NewTestCase) =>
+      store.createTestCase(tenantId, datasetId, input),
+    listTestCases: store.listTestCases,
+    deleteTestCase: store.deleteTestCase,
+
+    /** Builds a test case from a conversation and adds it to the dataset. */
+    async importConversation(
+      tenantId: string,
+      datasetId: string,
+      conversationId: string,
+      options: { redact_pii?: boolean | undefined; persona_id?: string | undefined },
+    ) {
+      await store.requireDataset(tenantId, datasetId);
+      const input = await testCaseFromConversation(db, tenantId, conversationId, options);
+      return store.createTestCase(tenantId, datasetId, input);
+    },
+
+    createRun: runs.createRun,
+    getRun: runs.getRun,
+    listRuns: (tenantId: string, datasetId: string, page: Page) => runs.listRuns(tenantId, datasetId, page),
+    listResults: runs.listResults,
+    /** The run job's handler, for a queue other than the app's (tests, tools). */
+    runJob: runs.runJob,
+    /** Stops the simulations' engine (waiting turns end). */
+    close: () => engine.close(),
+  };
+}
+
+export type SimulationService = ReturnType<typeof createSimulationService>;

@@ -1,0 +1,66 @@
+// Personal data in text imported from real conversations (docs/simulations.md, "Import"):
+// e-mail addresses, payment card numbers and phone numbers are replaced with placeholders.
+// Written here rather than taken from a library: the usual PII scrubbers are large,
+// locale-heavy or Python-only, and these three patterns with a Luhn check are all a test case
+// needs. The rules are deliberately conservative about digits so order numbers survive:
+// - e-mail: `local@domain.tld`                                        → `[email]`
+// - card: 13 to 19 digits, optionally grouped by spaces or dashes, passing the Luhn check
+//                                                                     → `[card_number]`
+// - phone: `+` then 7 to 15 digits (spaces, dots, dashes, parentheses allowed between them);
+//   or 9 to 15 digits written in at least three groups separated by those characters;
+//   or a plain run of 10 or 11 digits starting with 0 (national format) → `[phone]`
+// Cards are replaced before phones, so a Luhn-valid grouped number is a card.
+
+export const EMAIL_PLACEHOLDER = '[email]';
+export const CARD_PLACEHOLDER = '[card_number]';
+export const PHONE_PLACEHOLDER = '[phone]';
+
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+const CARD = /(?<![\w+])\d(?:[ -]?\d){12,18}(?![\w])/g;
+const PHONE_INTERNATIONAL = /(?<![\w+])\+\d[\d\s().-]{5,22}\d(?![\w])/g;
+const PHONE_GROUPED = /(?<![\w+])\(?\d{1,5}\)?(?:[\s.-]\(?\d{1,5}\)?){2,6}(?![\w])/g;
+const PHONE_NATIONAL = /(?<![\w+])0\d{9,10}(?![\w])/g;
+
+const digitsOf = (text: string) => text.replace(/\D/g, '');
+
+/** The Luhn checksum of a digit string (ISO/IEC 7812). */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return digits.length > 0 && sum % 10 === 0;
+}
+
+/** Replaces e-mail addresses, card numbers and phone numbers in `text` with placeholders. */
+export function redactText(text: string): string {
+  return text
+    .replace(EMAIL, EMAIL_PLACEHOLDER)
+    .replace(CARD, (match) => (luhnValid(digitsOf(match)) ? CARD_PLACEHOLDER : match))
+    .replace(PHONE_INTERNATIONAL, (match) => {
+      const n = digitsOf(match).length;
+      return n >= 7 && n <= 15 ? PHONE_PLACEHOLDER : match;
+    })
+    .replace(PHONE_GROUPED, (match) => {
+      const n = digitsOf(match).length;
+      return n >= 9 && n <= 15 ? PHONE_PLACEHOLDER : match;
+    })
+    .replace(PHONE_NATIONAL, PHONE_PLACEHOLDER);
+}
+
+/** Redacts every string inside a JSON value (object keys are kept). */
+export function redactValue<T>(value: T): T {
+  if (typeof value === 'string') return redactText(value) as T;
+  if (Array.isArray(value)) return value.map((item) => redactValue(item)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v)])) as T;
+  }
+  return value;
+}

@@ -1,0 +1,106 @@
+// The records of the simulations area as clients read them (spec: simulation_dataset,
+// simulation_test_case, simulation_run; docs/simulations.md for personas and results), and the
+// ordered-list cursor they share.
+import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
+import { isUuid } from '../../lib/ids.js';
+import { ValidationError } from '../errors.js';
+import type { CaseOutcome } from './evaluation.js';
+
+export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
+
+export interface PersonaRecord {
+  id: string;
+  object: 'simulation_persona';
+  name: string;
+  description: string;
+  created_at: string;
+}
+
+export interface DatasetRecord {
+  id: string;
+  name: string;
+  object: 'simulation_dataset';
+  description: string | null;
+  agent_id: string | null;
+  agent_name: string | null;
+  default_persona_id: string | null;
+  test_case_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TestCaseStep {
+  content: string;
+}
+
+export interface TestCaseRecord {
+  id: string;
+  object: 'simulation_test_case';
+  dataset_id: string;
+  question: string;
+  expected_type: SimulationExpectedType;
+  expected_answer: string | null;
+  expected_tool_name: string | null;
+  expected_tool_args: Record<string, unknown>;
+  expected_agent_id: string | null;
+  expected_agent_name: string | null;
+  persona_id: string | null;
+  persona_name: string | null;
+  metadata: Record<string, unknown>;
+  api_data_overrides: Record<string, unknown>;
+  tool_call_overrides: Record<string, unknown>;
+  order: number;
+  steps: TestCaseStep[];
+  created_at: string;
+}
+
+export interface RunRecord {
+  id: string;
+  status: SimulationRunStatus;
+  object: 'simulation_run';
+  dataset_id: string;
+  dataset_name: string;
+  agent_id: string;
+  agent_name: string;
+  total_tests: number;
+  passed_tests: number;
+  failed_tests: number;
+  /** passed / (passed + failed), 0 to 1, rounded to 4 places; null until a case finished. */
+  success_rate: number | null;
+  error_message: string | null;
+  started_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+}
+
+export interface ResultRecord {
+  id: string;
+  object: 'simulation_result';
+  run_id: string;
+  test_case_id: string;
+  order: number;
+  question: string;
+  expected_type: SimulationExpectedType;
+  status: SimulationResultStatus;
+  passed: boolean | null;
+  reason: string | null;
+  score: number | null;
+  evaluation: { method: string; rationale: string | null; [key: string]: unknown } | null;
+  outcome: CaseOutcome | null;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+/** Cursor of a list ordered by (order, id) ascending. */
+export function encodeOrderCursor(position: number, id: string): string {
+  return Buffer.from(`${position}:${id}`, 'utf8').toString('base64url');
+}
+
+export function decodeOrderCursor(cursor: string | undefined): { position: number; id: string } | undefined {
+  if (cursor === undefined) return undefined;
+  const [position, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  if (!position || !/^-?\d{1,10}$/.test(position) || !id || !isUuid(id)) {
+    throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+  }
+  return { position: Number(position), id };
+}

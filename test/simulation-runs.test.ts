@@ -1,0 +1,650 @@
+// Simulation runs: played on the job queue through the agent's turn engine, one verdict per case
+// (answer by meaning, tool call with arguments as a subset, handoff to the expected agent,
+// no_answer as a declined answer), live counts and rate, imported cases replayed, a run that
+// survives its worker dying mid-way, failed runs, and the LLM judge against a scripted
+// OpenAI-compatible server.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
+import { createJobQueue } from '../src/jobs/queue.js';
+import { expectError, startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+const post = (key: string, url: string, body?: unknown) => t.call({ method: 'POST', url, key, body });
+const get = (key: string, url: string) => t.call({ url, key });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Result = {
+  test_case_id: string;
+  question: string;
+  status: string;
+  passed: boolean | null;
+  reason: string;
+  order: number;
+  score: number | null;
+  evaluation: { method: string; rationale: string | null };
+  outcome: {
+    answer: string;
+    tool_calls: { name: string; arguments: Record<string, unknown>; output: unknown; type: string }[];
+    handoff: { agent_id: string; agent_name: string } | null;
+    declined: boolean;
+    turns: number;
+    transcript: { author: string; content: string; status: string | null }[];
+  };
+};
+
+async function allResults(app: TestApp, key: string, runId: string): Promise<Result[]> {
+  const out: Result[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await app.call({
+      url: `/api/v1/simulation/runs/${runId}/results?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+      key,
+    });
+    expect(page.status).toBe(200);
+    out.push(...page.body.data);
+    cursor = page.body.next_cursor;
+  } while (cursor);
+  return out;
+}
+
+/** A tenant with two documents, an enabled workflow, and a front-desk agent that may hand off to billing. */
+async function seed(app: TestApp = t) {
+  const { tenantId, key } = await app.tenant();
+  const call = (url: string, body: unknown, method: 'POST' | 'PUT' = 'POST') => app.call({ method, url, key, body });
+  expect(
+    (
+      await call('/api/v1/documents', {
+        title: 'Refund policy',
+        content: 'Refunds are processed within 14 days of receiving the returned item.',
+      })
+    ).status,
+  ).toBe(201);
+  await call('/api/v1/documents', {
+    title: 'Shipping times',
+    content: 'Standard shipping takes 3 to 5 business days. Express shipping arrives the next business day.',
+  });
+  const workflow = await call('/api/v1/workflows', {
+    name: 'cancel_order',
+    description: 'Cancels an order',
+    input_schema: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] },
+  });
+  expect((await call(`/api/v1/workflows/${workflow.body.id}/enabled`, { enabled: true }, 'PUT')).status).toBe(200);
+  const billing = (await call('/api/v1/agents', { name: 'Billing team' })).body;
+  const front = (await call('/api/v1/agents', { name: 'Front desk', handoff_agent_ids: [billing.id] })).body;
+  return { tenantId, key, billing, front };
+}
+
+async function newDataset(key: string, agentId?: string, app: TestApp = t) {
+  const created = await app.call({
+    method: 'POST',
+    url: '/api/v1/simulation/datasets',
+    key,
+    body: { name: `ds-${Math.random()}`, ...(agentId ? { agent_id: agentId } : {}) },
+  });
+  expect(created.status).toBe(201);
+  return created.body.id as string;
+}
+
+async function addCase(key: string, datasetId: string, body: Record<string, unknown>, app: TestApp = t) {
+  const created = await app.call({
+    method: 'POST',
+    url: `/api/v1/simulation/datasets/${datasetId}/test-cases`,
+    key,
+    body,
+  });
+  expect(created.status).toBe(201);
+  return created.body.id as string;
+}
+
+describe('a run of every expected type', () => {
+  it('passes and fails exactly the cases it should: 8 cases, 4 passed, 4 failed, success_rate 0.5', async () => {
+    const { key, billing, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    const cases = [
+      // should pass
+      {
+        question: 'How long do refunds take?',
+        expected_type: 'answer',
+        expected_answer: 'Refunds are processed in 14 days.',
+      },
+      {
+        question: 'Please cancel_order order_id=A42',
+        expected_type: 'tool_call',
+        expected_tool_name: 'cancel_order',
+        expected_tool_args: { order_id: 'A42' },
+      },
+      { question: 'Can I speak to the Billing team?', expected_type: 'handoff', expected_agent_id: billing.id },
+      { question: 'What is the airspeed velocity of an unladen swallow?', expected_type: 'no_answer' },
+      // should fail
+      {
+        question: 'How long does standard shipping take?',
+        expected_type: 'answer',
+        expected_answer: 'Refunds are processed in 14 days.',
+      },
+      {
+        question: 'Please cancel_order order_id=B7',
+        expected_type: 'tool_call',
+        expected_tool_name: 'cancel_order',
+        expected_tool_args: { order_id: 'A42' },
+      },
+      { question: 'How long do refunds take?', expected_type: 'handoff', expected_agent_id: billing.id },
+      { question: 'How long do refunds take?', expected_type: 'no_answer' },
+    ];
+    const ids = [];
+    for (const c of cases) ids.push(await addCase(key, ds, c));
+
+    // A bodiless POST starts a run with the dataset's agent.
+    const started = await post(key, `/api/v1/simulation/datasets/${ds}/runs`);
+    expect(started.status).toBe(201);
+    expect(started.body).toEqual({
+      id: expect.any(String),
+      status: 'queued',
+      object: 'simulation_run',
+      dataset_id: ds,
+      dataset_name: expect.any(String),
+      agent_id: front.id,
+      agent_name: 'Front desk',
+      total_tests: 8,
+      passed_tests: 0,
+      failed_tests: 0,
+      success_rate: null,
+      error_message: null,
+      started_at: null,
+      completed_at: null,
+      created_at: expect.any(String),
+    });
+    const pending = await allResults(t, key, started.body.id);
+    expect(pending.map((r) => [r.status, r.passed])).toEqual(Array(8).fill(['pending', null]));
+
+    await t.jobs.runUntilIdle();
+
+    const run = await get(key, `/api/v1/simulation/runs/${started.body.id}`);
+    expect(run.body).toMatchObject({
+      status: 'completed',
+      total_tests: 8,
+      passed_tests: 4,
+      failed_tests: 4,
+      success_rate: 0.5,
+      error_message: null,
+    });
+    expect(Date.parse(run.body.completed_at)).toBeGreaterThanOrEqual(Date.parse(run.body.started_at));
+
+    const results = await allResults(t, key, started.body.id);
+    expect(results.map((r) => r.test_case_id)).toEqual(ids);
+    expect(results.map((r) => r.order)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(results.map((r) => r.passed)).toEqual([true, true, true, true, false, false, false, false]);
+    const [answer, tool, handoff, none, badAnswer, badTool, badHandoff, badNone] = results as Result[] &
+      [Result, Result, Result, Result, Result, Result, Result, Result];
+    expect(answer.outcome.answer).toContain('14 days');
+    expect(answer.evaluation.method).toBe('token_overlap');
+    expect(answer.score).toBeGreaterThan(0);
+    expect(tool.outcome.tool_calls).toMatchObject([
+      { name: 'cancel_order', arguments: { order_id: 'A42' }, type: 'workflow' },
+    ]);
+    expect(handoff.outcome.handoff).toEqual({ agent_id: billing.id, agent_name: 'Billing team' });
+    expect(none.outcome.declined).toBe(true);
+    expect(badAnswer.reason).toMatch(/does not match the expected answer/);
+    expect(badTool.reason).toMatch(/does not include the expected arguments/);
+    expect(badHandoff.reason).toMatch(/did not hand the conversation over/);
+    expect(badNone.reason).toMatch(/answered instead of declining/);
+
+    // Simulated turns stay apart: their conversations are gone once judged (the transcript is
+    // kept in the result), and the "don't know" answer did not reach the knowledge-gap queue.
+    expect(none.outcome.transcript).toEqual([
+      { author: 'customer', content: 'What is the airspeed velocity of an unladen swallow?', status: null },
+      { author: 'agent', content: expect.stringContaining("don't know"), status: 'COMPLETED' },
+    ]);
+    expect((await get(key, '/api/v1/conversations')).body.data).toEqual([]);
+    const marked = await t.database.db
+      .selectFrom('simulation_conversations')
+      .select('conversation_id')
+      .where('run_id', '=', started.body.id)
+      .execute();
+    expect(marked).toEqual([]);
+    expect((await get(key, '/api/v1/knowledge-update-requests')).body.data).toEqual([]);
+
+    const listed = await get(key, `/api/v1/simulation/datasets/${ds}/runs`);
+    expect(listed.body.data.map((r: { id: string }) => r.id)).toEqual([started.body.id]);
+    expect(listed.body.data[0]).toEqual(run.body);
+  });
+
+  it('plays steps in one conversation and answers tools from the overrides (client functions and workflows)', async () => {
+    const { tenantId, key, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    await addCase(key, ds, {
+      question: 'Where is my parcel? lookup_order order_id=9',
+      expected_type: 'tool_call',
+      expected_tool_name: 'lookup_order',
+      expected_tool_args: { order_id: 9 },
+      tool_call_overrides: { lookup_order: { status: 'shipped' } },
+    });
+    await addCase(key, ds, {
+      question: 'Hello',
+      expected_type: 'tool_call',
+      expected_tool_name: 'cancel_order',
+      expected_tool_args: { order_id: 'Z1' },
+      api_data_overrides: { cancel_order: { refunded: 12.5 } },
+      steps: [{ content: 'Then please cancel_order order_id=Z1' }],
+    });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, { agent_id: front.id });
+    await t.jobs.runUntilIdle();
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+      status: 'completed',
+      passed_tests: 2,
+      failed_tests: 0,
+      success_rate: 1,
+    });
+    const [lookup, cancel] = (await allResults(t, key, run.body.id)) as [Result, Result];
+    expect(lookup.outcome.tool_calls).toMatchObject([
+      { name: 'lookup_order', type: 'client', arguments: { order_id: '9' }, output: { status: 'shipped' } },
+    ]);
+    expect(cancel.outcome.turns).toBe(2);
+    expect(cancel.outcome.tool_calls).toMatchObject([{ name: 'cancel_order', output: { refunded: 12.5 } }]);
+    const runs = await t.database.db
+      .selectFrom('workflow_runs')
+      .select(['workflow_name', 'overridden'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(runs).toEqual([{ workflow_name: 'cancel_order', overridden: true }]);
+    expect(cancel.outcome.transcript.map((m) => m.author)).toEqual(['customer', 'agent', 'customer', 'agent']);
+    expect(cancel.outcome.transcript[2]?.content).toBe('Then please cancel_order order_id=Z1');
+  });
+
+  it('counts and success_rate are readable while the run plays', async () => {
+    const { key, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    for (let i = 0; i < 12; i++)
+      await addCase(key, ds, { question: `Unknown thing ${i}?`, expected_type: 'no_answer' });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    // The job's handler is run here so the run can be read after each case it records.
+    const claimed = await t.jobs.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    expect(claimed.job.payload).toEqual({ run_id: run.body.id });
+    const seen: { status: string; done: number; rate: number | null }[] = [];
+    const heartbeat = async () => {
+      const live = await get(key, `/api/v1/simulation/runs/${run.body.id}`);
+      seen.push({
+        status: live.body.status,
+        done: live.body.passed_tests + live.body.failed_tests,
+        rate: live.body.success_rate,
+      });
+    };
+    await t.services.simulations.runJob(claimed.job, { heartbeat, signal: new AbortController().signal });
+    expect(await t.jobs.complete(claimed)).toBe(true);
+    expect(seen).toHaveLength(12);
+    expect(seen.every((s) => s.status === 'running' && s.done >= 1 && s.done <= 12 && s.rate === 1)).toBe(true);
+    // The counts only grow.
+    expect(seen.map((s) => s.done)).toEqual([...seen.map((s) => s.done)].sort((a, b) => a - b));
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+      status: 'completed',
+      passed_tests: 12,
+      success_rate: 1,
+    });
+  });
+});
+
+describe('imported cases', () => {
+  it('a case imported from a conversation made through POST /messages replays and passes', async () => {
+    const { key, front, billing } = await seed();
+    const send = (body: unknown) => post(key, '/api/v1/messages', body);
+    const answered = await send({
+      agent_id: front.id,
+      content: 'Mail me at ann@example.com: how long do refunds take?',
+    });
+    const followed = await send({
+      conversation_id: answered.body.conversation_id,
+      content: 'And refunds to card 4111 1111 1111 1111?',
+    });
+    expect(followed.body.status).toBe('COMPLETED');
+    const tool = await send({ agent_id: front.id, content: 'cancel_order order_id=Q9 please' });
+    const handed = await send({ agent_id: front.id, content: 'Billing team, please' });
+    const unknown = await send({ agent_id: front.id, content: 'Do you sell submarines?' });
+    const ds = await newDataset(key, front.id);
+    const imported: { expected_type: string; steps: unknown; expected_agent_id: string }[] = [];
+    for (const sent of [answered, tool, handed, unknown]) {
+      const created = await post(
+        key,
+        `/api/v1/simulation/datasets/${ds}/import/conversation/${sent.body.conversation_id}`,
+      );
+      expect(created.status).toBe(201);
+      imported.push(created.body);
+    }
+    expect(imported.map((c) => c.expected_type)).toEqual(['answer', 'tool_call', 'handoff', 'no_answer']);
+    expect(imported[0]?.steps).toEqual([{ content: 'And refunds to card [card_number]?' }]);
+    expect(imported[2]?.expected_agent_id).toBe(billing.id);
+
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    await t.jobs.runUntilIdle();
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+      status: 'completed',
+      total_tests: 4,
+      passed_tests: 4,
+      failed_tests: 0,
+      success_rate: 1,
+    });
+    const results = await allResults(t, key, run.body.id);
+    expect(results[0]?.outcome.turns).toBe(2);
+  });
+});
+
+describe('surviving a restart', () => {
+  it('a run whose worker dies mid-way finishes on another queue: every case played and recorded exactly once', async () => {
+    const { tenantId, key, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    const total = 10;
+    const ids = [];
+    for (let i = 0; i < total; i++) {
+      ids.push(
+        // Each play runs the workflow once (no override), so workflow runs count the plays.
+        await addCase(key, ds, {
+          question: `Please cancel_order order_id=R${i}`,
+          expected_type: 'tool_call',
+          expected_tool_name: 'cancel_order',
+          expected_tool_args: { order_id: `R${i}` },
+        }),
+      );
+    }
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    const runId = run.body.id as string;
+
+    // Worker A claims the job with a short lease and dies after at least 3 cases: its handler
+    // stops (signal aborted) and nothing finishes the job, as if the process had gone.
+    const quiet = { info() {}, warn() {}, error() {} };
+    const workerA = createJobQueue({ db: t.database.db, log: quiet, leaseMs: 300 });
+    workerA.register(SIMULATION_RUN_JOB, t.services.simulations.runJob);
+    const claimed = await workerA.claim();
+    expect(claimed?.job.payload).toEqual({ run_id: runId });
+    if (!claimed) throw new Error('nothing claimed');
+    const death = new AbortController();
+    let beats = 0;
+    const heartbeat = async () => {
+      beats += 1;
+      if (beats === 3) death.abort(new Error('worker A died'));
+    };
+    await expect(t.services.simulations.runJob(claimed.job, { heartbeat, signal: death.signal })).rejects.toThrow(
+      'worker A died',
+    );
+    const done = () =>
+      t.database.db
+        .selectFrom('simulation_results')
+        .select('id')
+        .where('run_id', '=', runId)
+        .where('status', 'in', ['passed', 'failed'])
+        .execute();
+    const afterA = (await done()).length;
+    expect(afterA).toBeGreaterThanOrEqual(3);
+    expect(afterA).toBeLessThan(total);
+    const midway = await get(key, `/api/v1/simulation/runs/${runId}`);
+    expect(midway.body.status).toBe('running');
+    expect(midway.body.passed_tests + midway.body.failed_tests).toBe(afterA);
+
+    // One more case was mid-play when A died: it holds a conversation but no verdict.
+    const stranded = await post(key, '/api/v1/messages', { agent_id: front.id, content: 'half played' });
+    const pendingRow = await t.database.db
+      .selectFrom('simulation_results')
+      .select(['id', 'test_case_id'])
+      .where('run_id', '=', runId)
+      .where('status', '=', 'pending')
+      .orderBy('position')
+      .executeTakeFirstOrThrow();
+    await t.database.db
+      .insertInto('simulation_conversations')
+      .values({
+        conversation_id: stranded.body.conversation_id,
+        tenant_id: tenantId,
+        run_id: runId,
+        test_case_id: pendingRow.test_case_id,
+      })
+      .execute();
+    await t.database.db
+      .updateTable('simulation_results')
+      .set({ status: 'running', attempt: claimed.job.attempts, conversation_id: stranded.body.conversation_id })
+      .where('id', '=', pendingRow.id)
+      .execute();
+
+    // A's lease lapses; the app's queue (another worker) takes the job over and finishes it.
+    await sleep(400);
+    await t.jobs.runUntilIdle();
+    const job = await t.database.db
+      .selectFrom('jobs')
+      .select(['status', 'attempts'])
+      .where('id', '=', claimed.job.id)
+      .executeTakeFirstOrThrow();
+    expect(job).toEqual({ status: 'succeeded', attempts: 2 });
+
+    const final = await get(key, `/api/v1/simulation/runs/${runId}`);
+    expect(final.body).toMatchObject({ status: 'completed', total_tests: total, passed_tests: total, failed_tests: 0 });
+    const results = await allResults(t, key, runId);
+    expect(results.map((r) => r.test_case_id)).toEqual(ids);
+    expect(results.every((r) => r.passed === true)).toBe(true);
+    // Every case played exactly once: one workflow run per order; the stranded half-play's
+    // conversation discarded, and no simulated conversation left behind.
+    const plays = await t.database.db
+      .selectFrom('workflow_runs')
+      .select('arguments')
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(plays.map((p) => (p.arguments as { order_id: string }).order_id).sort()).toEqual(
+      Array.from({ length: total }, (_, i) => `R${i}`).sort(),
+    );
+    const marked = await t.database.db
+      .selectFrom('simulation_conversations')
+      .select('conversation_id')
+      .where('run_id', '=', runId)
+      .execute();
+    expect(marked).toEqual([]);
+    expectError(await get(key, `/api/v1/conversations/${stranded.body.conversation_id}`), 404, 'not_found');
+    const attempts = await t.database.db
+      .selectFrom('simulation_results')
+      .select(['test_case_id', 'attempt'])
+      .where('run_id', '=', runId)
+      .execute();
+    expect(attempts.filter((a) => a.attempt === 2).length).toBe(total - afterA);
+  });
+
+  it('a worker that lost its lease cannot record a verdict the new owner holds', async () => {
+    const { key, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    await addCase(key, ds, { question: 'Nobody knows this?', expected_type: 'no_answer' });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    const quiet = { info() {}, warn() {}, error() {} };
+    const stale = createJobQueue({ db: t.database.db, log: quiet, leaseMs: 200 });
+    stale.register(SIMULATION_RUN_JOB, t.services.simulations.runJob);
+    const claimed = await stale.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    expect(claimed.job.payload).toEqual({ run_id: run.body.id });
+    // The new owner (attempt 2) already holds the only case.
+    await t.database.db
+      .updateTable('simulation_results')
+      .set({ status: 'running', attempt: claimed.job.attempts + 1 })
+      .where('run_id', '=', run.body.id)
+      .execute();
+    await t.services.simulations.runJob(claimed.job, {
+      heartbeat: async () => {},
+      signal: new AbortController().signal,
+    });
+    const row = await t.database.db
+      .selectFrom('simulation_results')
+      .select(['status', 'attempt'])
+      .where('run_id', '=', run.body.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'running', attempt: claimed.job.attempts + 1 });
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+      status: 'running',
+      passed_tests: 0,
+      failed_tests: 0,
+    });
+    // Let the real owner finish: reset the case as if it had died too.
+    await t.database.db
+      .updateTable('simulation_results')
+      .set({ status: 'pending', attempt: null })
+      .where('run_id', '=', run.body.id)
+      .execute();
+    await stale.complete(claimed);
+    await t.services.simulations.runJob(
+      { ...claimed.job, attempts: claimed.job.attempts + 2 },
+      { heartbeat: async () => {}, signal: new AbortController().signal },
+    );
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+      status: 'completed',
+      passed_tests: 1,
+    });
+  });
+});
+
+describe('failed runs and refusals', () => {
+  it('a run whose agent disappeared before it played is failed with error_message', async () => {
+    const { key } = await seed();
+    const lone = (await post(key, '/api/v1/agents', { name: 'Temporary' })).body;
+    const ds = await newDataset(key);
+    await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, { agent_id: lone.id });
+    expect(run.body.agent_name).toBe('Temporary');
+    await t.database.db.deleteFrom('agents').where('id', '=', lone.id).execute();
+    await t.jobs.runUntilIdle();
+    const failed = await get(key, `/api/v1/simulation/runs/${run.body.id}`);
+    expect(failed.body).toMatchObject({
+      status: 'failed',
+      error_message: "The agent 'Temporary' no longer exists.",
+      passed_tests: 0,
+      failed_tests: 0,
+      success_rate: null,
+    });
+    expect(failed.body.completed_at).not.toBeNull();
+  });
+
+  it('a run whose job failed for good reads as failed with the job error', async () => {
+    const { key, front } = await seed();
+    const ds = await newDataset(key, front.id);
+    await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    const row = await t.database.db
+      .selectFrom('simulation_runs')
+      .select('job_id')
+      .where('id', '=', run.body.id)
+      .executeTakeFirstOrThrow();
+    await t.database.db
+      .updateTable('jobs')
+      .set({ status: 'failed', last_error: 'the job was interrupted on every attempt', finished_at: new Date() })
+      .where('id', '=', row.job_id as string)
+      .execute();
+    const failed = await get(key, `/api/v1/simulation/runs/${run.body.id}`);
+    expect(failed.body).toMatchObject({ status: 'failed', error_message: 'the job was interrupted on every attempt' });
+    await t.jobs.runUntilIdle();
+    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body.status).toBe('failed');
+  });
+
+  it('refuses: unknown agent_id (422 invalid_parameters), empty dataset (409), unknown dataset and run (404)', async () => {
+    const { key } = await t.tenant();
+    const ds = await newDataset(key);
+    expectError(await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {}), 409, 'conflict');
+    await addCase(key, ds, { question: 'q', expected_type: 'no_answer' });
+    expectError(
+      await post(key, `/api/v1/simulation/datasets/${ds}/runs`, { agent_id: '0190a0a0-0000-7000-8000-000000000000' }),
+      422,
+      'invalid_parameters',
+      'agent_id',
+    );
+    expectError(
+      await post(key, `/api/v1/simulation/datasets/${ds}/runs`, { agent: 'x' }),
+      422,
+      'validation_error',
+      'agent',
+    );
+    expectError(await post(key, `/api/v1/simulation/datasets/${ds}/runs`, 'text'), 400, 'bad_request');
+    expectError(
+      await post(key, '/api/v1/simulation/datasets/0190a0a0-0000-7000-8000-000000000000/runs', {}),
+      404,
+      'not_found',
+    );
+    expectError(await get(key, '/api/v1/simulation/runs/0190a0a0-0000-7000-8000-000000000000'), 404, 'not_found');
+    expectError(await get(key, '/api/v1/simulation/runs/nope/results'), 404, 'not_found');
+    expect((await get(key, `/api/v1/simulation/datasets/${ds}/runs`)).body.data).toEqual([]);
+  });
+});
+
+describe('the LLM judge', () => {
+  let llm: TestApp;
+  let server: Server;
+  const judged: { model: string; authorization: string | undefined; prompt: string }[] = [];
+
+  beforeAll(async () => {
+    // A scripted OpenAI-compatible server: the agent answers, the judge grades.
+    server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (chunk) => {
+        raw += chunk;
+      });
+      req.on('end', () => {
+        const body = JSON.parse(raw) as { model: string; messages: { role: string; content: string | null }[] };
+        const system = body.messages[0]?.content ?? '';
+        const last = body.messages[body.messages.length - 1]?.content ?? '';
+        let content: string;
+        if (system.startsWith('You grade')) {
+          judged.push({ model: body.model, authorization: req.headers.authorization, prompt: last });
+          const actual = last.split('ACTUAL:\n')[1] ?? '';
+          const pass = last.includes('expected to decline') ? /do not know/i.test(actual) : /two weeks/i.test(actual);
+          content = `Verdict: ${JSON.stringify({ pass, score: pass ? 0.9 : 0.1, rationale: pass ? 'Same meaning: about two weeks.' : 'It is about something else.' })}`;
+        } else if (/refund/i.test(last)) content = 'A refund reaches you in about two weeks.';
+        else if (/ship/i.test(last)) content = 'Parcels ship in 3 days.';
+        else content = 'I do not know that, sorry.';
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    llm = await startTestApp({
+      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      LLM_MODEL: 'judge-model',
+      LLM_API_KEY: 'sk-test',
+    });
+  });
+  afterAll(async () => {
+    await llm?.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('answer and no_answer cases are graded by the LLM judge with its rationale recorded', async () => {
+    const { key } = await llm.tenant();
+    const ds = await newDataset(key, undefined, llm);
+    await addCase(
+      key,
+      ds,
+      { question: 'How long do refunds take?', expected_type: 'answer', expected_answer: 'Refunds take 14 days.' },
+      llm,
+    );
+    await addCase(
+      key,
+      ds,
+      { question: 'When does it ship?', expected_type: 'answer', expected_answer: 'Refunds take 14 days.' },
+      llm,
+    );
+    await addCase(key, ds, { question: 'Meaning of life?', expected_type: 'no_answer' }, llm);
+    await addCase(key, ds, { question: 'Tell me about refunds', expected_type: 'no_answer' }, llm);
+    const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key, body: {} });
+    await llm.jobs.runUntilIdle();
+    const done = await llm.call({ url: `/api/v1/simulation/runs/${run.body.id}`, key });
+    expect(done.body).toMatchObject({ status: 'completed', passed_tests: 2, failed_tests: 2, success_rate: 0.5 });
+    const results = await allResults(llm, key, run.body.id);
+    expect(results.map((r) => r.passed)).toEqual([true, false, true, false]);
+    expect(results[0]).toMatchObject({
+      score: 0.9,
+      evaluation: { method: 'llm_judge', rationale: 'Same meaning: about two weeks.', model: 'judge-model' },
+      outcome: { answer: 'A refund reaches you in about two weeks.' },
+    });
+    expect(results[1]?.evaluation.rationale).toBe('It is about something else.');
+    expect(results[2]?.outcome.declined).toBe(true);
+    expect(judged).toHaveLength(4);
+    expect(judged.every((j) => j.model === 'judge-model' && j.authorization === 'Bearer sk-test')).toBe(true);
+    expect(judged[0]?.prompt).toContain('EXPECTED:\nRefunds take 14 days.');
+  });
+});
