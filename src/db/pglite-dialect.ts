@@ -58,6 +58,10 @@ class PGliteDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    // PGlite answers without ever leaving the microtask queue, so a job chaining queries would
+    // starve the event loop (no HTTP request served until it ends): each acquisition first lets
+    // pending I/O run.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const release = await this.#mutex.lock();
     return new PGliteConnection(this.pg, release);
   }

@@ -1,0 +1,46 @@
+// The embedded database's Kysely dialect (src/db/pglite-dialect.ts): transactions never interleave
+// on PGlite's one session, and a chain of queries never starves HTTP requests.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './helpers.js';
+
+let t: TestApp;
+let base: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = t.app.server.address();
+  base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+});
+afterAll(() => t.close());
+
+describe('database handle', () => {
+  it('a long chain of queries (a background job) leaves room for HTTP requests', async () => {
+    let chainDone = false;
+    const chain = (async () => {
+      for (let i = 0; i < 3000; i++) await sql`select ${i}::int as n`.execute(t.database.db);
+      chainDone = true;
+    })();
+    await new Promise((r) => setTimeout(r, 20));
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(200);
+    expect(chainDone).toBe(false);
+    await chain;
+  });
+
+  it('concurrent transactions do not see each other’s uncommitted writes', async () => {
+    await sql`create table dialect_probe (n int)`.execute(t.database.db);
+    const inside = t.database.db.transaction().execute(async (trx) => {
+      await sql`insert into dialect_probe values (1)`.execute(trx);
+      await new Promise((r) => setTimeout(r, 50));
+      throw new Error('roll back');
+    });
+    const outside = sql<{ n: number }>`select count(*)::int as n from dialect_probe`.execute(t.database.db);
+    await expect(inside).rejects.toThrow('roll back');
+    expect((await outside).rows[0]?.n).toBe(0);
+    expect(
+      (await sql<{ n: number }>`select count(*)::int as n from dialect_probe`.execute(t.database.db)).rows[0]?.n,
+    ).toBe(0);
+  });
+});
