@@ -290,7 +290,7 @@ export function createSourceService(deps: SourceServiceDeps) {
           eb.and([eb('sync_status', '=', 'failed'), eb('updated_at', '<', sql<Date>`now() - ${interval}::interval`)]),
         ]),
       )
-      .orderBy('last_synced_at', sql`asc nulls first`)
+      .orderBy('last_synced_at', (ob) => ob.asc().nullsFirst())
       .limit(AUTO_SYNC_BATCH)
       .execute();
     let queued = 0;
