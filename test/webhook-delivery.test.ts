@@ -654,6 +654,42 @@ describe('webhook delivery', () => {
     });
   });
 
+  it('a simulation run and a coverage evaluation that end send their completion events', async () => {
+    const { tenantId, key } = await t.tenant();
+    const path = `/hooks/${tenantId}`;
+    const endpoint = await createEndpoint(key, {
+      url: `${receiver.url}/${tenantId}`,
+      events: ['simulation.run.completed', 'coverage.evaluation.completed'],
+    });
+    const call = async (url: string, body: unknown) => {
+      const r = await t.call({ method: 'POST', url, key, body });
+      expect(r.status, r.text).toBeLessThan(300);
+      return r.body;
+    };
+    const dataset = await call('/api/v1/simulation/datasets', { name: 'Smoke' });
+    await call(`/api/v1/simulation/datasets/${dataset.id}/test-cases`, {
+      question: 'Do you sell moon rocks?',
+      expected_type: 'no_answer',
+    });
+    const run = await call(`/api/v1/simulation/datasets/${dataset.id}/runs`, {});
+    const referential = await call('/api/v1/coverage/referentials', { name: 'FAQ' });
+    await call(`/api/v1/coverage/referentials/${referential.id}/questions`, {
+      questions: [{ question: 'How do I reset my password?', domain: 'account' }],
+    });
+    const evaluation = await call('/api/v1/coverage/evaluations', { referential_id: referential.id });
+    await drain(tenantId);
+    const events = receiver.received
+      .filter((r) => r.path === path)
+      .map((r) => verify(endpoint.secret, r) as { type: string; data: Record<string, { id: string; status: string }> });
+    const byType = new Map(events.map((e) => [e.type, e.data]));
+    expect(events).toHaveLength(2);
+    expect(byType.get('simulation.run.completed')?.run).toMatchObject({ id: run.id, status: 'completed' });
+    expect(byType.get('coverage.evaluation.completed')?.evaluation).toMatchObject({
+      id: evaluation.id,
+      status: 'completed',
+    });
+  });
+
   it('the log sweep removes finished deliveries past retention with their events, never a pending one', async () => {
     const { tenantId, key } = await t.tenant();
     const done = await createEndpoint(key, { url: `${receiver.url}/done` });

@@ -1,14 +1,93 @@
 // The domain services, each built by its own factory from exactly what it uses.
+import { createAgentArea } from '../agent/index.js';
+import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
+import type { JobQueue } from '../jobs/queue.js';
+import { createAnalyticsService } from './analytics.js';
 import { createAppService } from './apps.js';
+import { createCoverageService } from './coverage/index.js';
+import { createLlmJudge } from './coverage/judge.js';
+import { createCustomDataSourceService } from './custom-data-sources.js';
+import { createDocumentService } from './documents.js';
+import { createEventEmitter } from './events.js';
+import { createKnowledgeGapService } from './knowledge-gaps.js';
+import { RELEVANT_RANK, searchKnowledge } from './knowledge-search.js';
+import { createSimulationService } from './simulations/index.js';
+import { createSmartSourceService } from './smart-sources.js';
+import { createSourceService } from './sources.js';
+import { createTaskLinkService } from './task-links.js';
+import { createTaskService } from './tasks.js';
 import { createTenantService } from './tenants.js';
+import { createUserService } from './users.js';
+import { createWebhookService } from './webhooks/endpoints.js';
 import { createWorkflowService } from './workflows.js';
 
-export function createServices({ db }: { db: Db }) {
+export function createServices({ db, config, jobs }: { db: Db; config: Config; jobs: JobQueue }) {
+  // Webhook events (issue 12): every area that reports events is given this one emitter.
+  const emitEvent = createEventEmitter({ jobs });
+  const documents = createDocumentService({ db });
+  const customDataSources = createCustomDataSourceService({ db });
+  // The agent area (src/agent/index.ts): knowledge search and the gap queue are injected.
+  const gaps = createKnowledgeGapService({ db, documents, emitEvent });
+  const agentArea = createAgentArea({
+    db,
+    config,
+    searchKnowledge: (tenantId, query, options) => searchKnowledge(db, tenantId, query, options),
+    recordGap: (tenantId, gap) => gaps.recordGap(tenantId, gap),
+    minRank: RELEVANT_RANK,
+    emitEvent,
+  });
   return {
+    emitEvent,
+    webhooks: createWebhookService({ db, jobs, allowPrivateTargets: config.allowPrivateTargets }),
+    documents,
+    sources: createSourceService({
+      db,
+      jobs,
+      documents,
+      allowPrivateTargets: config.allowPrivateTargets,
+      autoSyncIntervalMinutes: config.autoSyncIntervalMinutes,
+      emitEvent,
+    }),
+    knowledgeGaps: gaps,
     tenants: createTenantService({ db }),
     apps: createAppService({ db }),
     workflows: createWorkflowService({ db }),
+    customDataSources,
+    smartSources: createSmartSourceService({ db, dataSources: customDataSources }),
+    users: createUserService({ db, emitEvent }),
+    tasks: createTaskService({ db, emitEvent }),
+    taskLinks: createTaskLinkService({ db, adminBaseUrl: config.adminBaseUrl, emitEvent }),
+    ...agentArea,
+    // Simulations (issue 7) play test cases through the turn engine on the job queue.
+    simulations: createSimulationService({
+      db,
+      jobs,
+      config,
+      agents: agentArea.agents,
+      conversations: agentArea.conversations,
+      searchKnowledge: (tenantId, query, options) => searchKnowledge(db, tenantId, query, options),
+      minRank: RELEVANT_RANK,
+      emitEvent,
+    }),
+    // Coverage (issue 8) judges questions with the agent's own retrieval and threshold.
+    coverage: createCoverageService({
+      db,
+      jobs,
+      retrieve: (tenantId, question) => agentArea.agent.retrieve(tenantId, question),
+      emitEvent,
+      threshold: RELEVANT_RANK,
+      judge:
+        config.llmBaseUrl && config.llmModel
+          ? createLlmJudge({
+              baseUrl: config.llmBaseUrl,
+              apiKey: config.llmApiKey,
+              model: config.llmModel,
+              timeoutMs: config.llmTimeoutMs,
+            })
+          : undefined,
+    }),
+    analytics: createAnalyticsService({ db, timeoutMs: config.analyticsTimeoutMs }),
   };
 }
 

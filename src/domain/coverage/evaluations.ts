@@ -16,6 +16,7 @@ import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';
+import type { EmitEvent } from '../events.js';
 import { decodeIdCursor, type List, type Page, toList } from '../pagination.js';
 import type { CoverageJudge } from './judge.js';
 
@@ -129,6 +130,8 @@ export interface EvaluationServiceDeps {
   /** The rank threshold the agent answers at, reported on each run. */
   threshold: number;
   judge?: CoverageJudge | undefined;
+  /** Webhook events: `coverage.evaluation.completed`, sent with the evaluation's last state. */
+  emitEvent?: EmitEvent | undefined;
 }
 
 export function createEvaluationService(deps: EvaluationServiceDeps) {
@@ -211,35 +214,56 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
       const domains = await domainResults(tenantId, evaluationId);
       const covered = domains.reduce((n, d) => n + d.covered, 0);
       const total = domains.reduce((n, d) => n + d.total, 0);
-      await db
-        .updateTable('coverage_evaluations')
-        .set({
-          status: 'completed',
-          total_questions: total,
-          processed_questions: total,
-          covered_questions: covered,
-          domains: JSON.stringify(domains),
-          completed_at: sql`now()`,
-          updated_at: sql`now()`,
-        })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', evaluationId)
-        .execute();
+      await finish(tenantId, evaluationId, {
+        status: 'completed',
+        total_questions: total,
+        processed_questions: total,
+        covered_questions: covered,
+        domains: JSON.stringify(domains),
+      });
     } catch (error) {
       const final = job.attempts >= job.maxAttempts;
       const reason = error instanceof Error ? error.message : String(error);
-      await db
-        .updateTable('coverage_evaluations')
-        .set({
-          ...(final ? { status: 'failed' as const, completed_at: sql`now()` } : {}),
-          error: final ? `The evaluation failed: ${reason}` : `Attempt ${job.attempts} failed (${reason}); retrying.`,
-          updated_at: sql`now()`,
-        })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', evaluationId)
-        .execute();
+      if (final) {
+        await finish(tenantId, evaluationId, { status: 'failed', error: `The evaluation failed: ${reason}` });
+      } else {
+        await db
+          .updateTable('coverage_evaluations')
+          .set({ error: `Attempt ${job.attempts} failed (${reason}); retrying.`, updated_at: sql`now()` })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', evaluationId)
+          .execute();
+      }
       throw error;
     }
+  }
+
+  /** Ends an evaluation and reports it to webhooks in the same transaction. */
+  async function finish(
+    tenantId: string,
+    evaluationId: string,
+    end:
+      | {
+          status: 'completed';
+          total_questions: number;
+          processed_questions: number;
+          covered_questions: number;
+          domains: string;
+        }
+      | { status: 'failed'; error: string },
+  ) {
+    await db.transaction().execute(async (trx) => {
+      const row = (await trx
+        .updateTable('coverage_evaluations')
+        .set({ ...end, completed_at: sql`now()`, updated_at: sql`now()` })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', evaluationId)
+        .returning(EVALUATION_COLUMNS)
+        .executeTakeFirst()) as EvaluationRow | undefined;
+      if (row && deps.emitEvent) {
+        await deps.emitEvent(trx, tenantId, 'coverage.evaluation.completed', { evaluation: toEvaluation(row) });
+      }
+    });
   }
 
   async function writeProgress(tenantId: string, evaluationId: string) {
@@ -288,7 +312,10 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
           .where('id', '=', input.referential_id)
           .executeTakeFirst();
         if (!referential) {
-          throw new InvalidParametersError('referential_id', `No referential '${input.referential_id}' in this workspace.`);
+          throw new InvalidParametersError(
+            'referential_id',
+            `No referential '${input.referential_id}' in this workspace.`,
+          );
         }
         const total = await trx
           .selectFrom('coverage_questions')

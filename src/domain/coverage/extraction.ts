@@ -81,7 +81,12 @@ function toExtraction(row: ExtractionRow): ExtractionRecord {
     processed_conversations: row.processed_conversations,
     questions_found: row.questions_found,
     questions_added: row.questions_added,
-    percent: done || total === 0 ? (done ? 100 : 0) : Math.min(100, Math.floor((row.processed_conversations / total) * 1000) / 10),
+    percent:
+      done || total === 0
+        ? done
+          ? 100
+          : 0
+        : Math.min(100, Math.floor((row.processed_conversations / total) * 1000) / 10),
     error: row.error,
     created_at: iso(row.created_at),
     started_at: iso(row.started_at),
@@ -149,7 +154,8 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
           .where('created_at', '<=', run.cutoff_at)
           .orderBy('id')
           .limit(batchSize);
-        if (run.last_conversation_id) conversationsQuery = conversationsQuery.where('id', '>', run.last_conversation_id);
+        if (run.last_conversation_id)
+          conversationsQuery = conversationsQuery.where('id', '>', run.last_conversation_id);
         const conversationIds = (await conversationsQuery.execute()).map((c) => c.id);
         const last = conversationIds[conversationIds.length - 1];
 

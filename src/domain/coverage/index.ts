@@ -3,6 +3,7 @@
 // conversations. The two kinds of run register their job handlers on the queue they are given.
 import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
+import type { EmitEvent } from '../events.js';
 import { createEvaluationService, type RetrieveFn } from './evaluations.js';
 import { createExtractionService } from './extraction.js';
 import type { CoverageJudge } from './judge.js';
@@ -18,6 +19,8 @@ export interface CoverageServiceDeps {
   /** Present when an LLM is configured: it decides whether found passages answer a question. */
   judge?: CoverageJudge | undefined;
   extractionBatchSize?: number;
+  /** Webhook events: `coverage.evaluation.completed`. */
+  emitEvent?: EmitEvent | undefined;
 }
 
 export function createCoverageService(deps: CoverageServiceDeps) {

@@ -305,7 +305,10 @@ export function createReferentialService({ db }: { db: Db }) {
           .executeTakeFirst();
         const renamed = Number(result.numUpdatedRows);
         if (renamed === 0) {
-          throw new InvalidParametersError('old_domain', `No question of this referential is in domain '${oldDomain}'.`);
+          throw new InvalidParametersError(
+            'old_domain',
+            `No question of this referential is in domain '${oldDomain}'.`,
+          );
         }
         await trx
           .updateTable('coverage_referentials')

@@ -14,6 +14,7 @@ import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { AgentService } from '../agents.js';
 import type { ConversationService } from '../conversations.js';
+import type { EmitEvent } from '../events.js';
 import type { Page } from '../pagination.js';
 import { createDatasetStore, type NewDataset, type NewTestCase } from './datasets.js';
 import { testCaseFromConversation } from './import.js';
@@ -33,6 +34,8 @@ export interface SimulationDeps {
   conversations: ConversationService;
   searchKnowledge: AgentEngineDeps['searchKnowledge'];
   minRank?: number | undefined;
+  /** Webhook events: `simulation.run.completed`. */
+  emitEvent?: EmitEvent | undefined;
 }
 
 export function createSimulationService(deps: SimulationDeps) {
@@ -67,6 +70,7 @@ export function createSimulationService(deps: SimulationDeps) {
     declined,
     judge,
     concurrency: config.simulationConcurrency,
+    emitEvent: deps.emitEvent,
   });
 
   return {

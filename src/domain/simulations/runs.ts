@@ -24,6 +24,7 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import type { AgentService } from '../agents.js';
 import { ConflictError, DomainError, InvalidParametersError, NotFoundError } from '../errors.js';
+import type { EmitEvent } from '../events.js';
 import { decodeIdCursor, type Page, toList } from '../pagination.js';
 import { type DatasetStore, type TestCaseRow, toTestCaseRecord } from './datasets.js';
 import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluation.js';
@@ -165,6 +166,8 @@ export interface RunnerDeps {
   /** The LLM judge, when a language model is configured. */
   judge?: Judge | undefined;
   concurrency: number;
+  /** Webhook events: `simulation.run.completed`, sent with the run's last state. */
+  emitEvent?: EmitEvent | undefined;
 }
 
 export function createRunService(deps: RunnerDeps) {
@@ -199,14 +202,33 @@ export function createRunService(deps: RunnerDeps) {
     return toRunRecord(row);
   }
 
+  /**
+   * Ends a run (completed or failed) if it is still in one of `from`, and reports it to webhooks in
+   * the same transaction, so the event is sent exactly when the run ends.
+   */
+  async function settle(
+    tenantId: string,
+    runId: string,
+    end: { status: 'completed' } | { status: 'failed'; error_message: string },
+    from: ('queued' | 'running')[],
+  ) {
+    await db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('simulation_runs')
+        .set({ ...end, completed_at: new Date() })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', runId)
+        .where('status', 'in', from)
+        .returning(RUN_COLUMNS)
+        .executeTakeFirst();
+      if (row && deps.emitEvent) {
+        await deps.emitEvent(trx, tenantId, 'simulation.run.completed', { run: toRunRecord(row) });
+      }
+    });
+  }
+
   async function markFailed(tenantId: string, runId: string, message: string) {
-    await db
-      .updateTable('simulation_runs')
-      .set({ status: 'failed', error_message: message, completed_at: new Date() })
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', runId)
-      .where('status', 'in', ['queued', 'running'])
-      .execute();
+    await settle(tenantId, runId, { status: 'failed', error_message: message }, ['queued', 'running']);
   }
 
   // ---- playing one case ------------------------------------------------------------------
@@ -475,13 +497,7 @@ export function createRunService(deps: RunnerDeps) {
       // Another worker took the run over (this one lost its lease): it finishes the run.
       if (left.some((r) => (r.attempt ?? 0) > attempt)) return;
       if (left.length > 0) throw new Error(`${left.length} test cases are left without a verdict`);
-      await db
-        .updateTable('simulation_runs')
-        .set({ status: 'completed', completed_at: new Date() })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', runId)
-        .where('status', '=', 'running')
-        .execute();
+      await settle(tenantId, runId, { status: 'completed' }, ['running']);
     } catch (error) {
       if (job.attempts >= job.maxAttempts && !ctx.signal.aborted) {
         await markFailed(tenantId, runId, error instanceof Error ? error.message : String(error));
