@@ -311,15 +311,39 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     return row;
   }
 
+  // The source behind a row route is looked up at most once a second per instance, so a row read
+  // is one query. A source dropped (or dropped and made again) meanwhile shows up as a missing
+  // backing table: the source is then looked up afresh and the work tried once more.
+  const SOURCE_CACHE_MS = 1000;
+  const SOURCE_CACHE_MAX = 10_000;
+  const sourceCache = new Map<string, { source: SourceRow; at: number }>();
+
+  async function lookupSource(tenantId: string, idOrSlug: string, fresh: boolean): Promise<SourceRow> {
+    const cacheKey = `${tenantId}\u0000${idOrSlug}`;
+    const hit = sourceCache.get(cacheKey);
+    if (!fresh && hit && Date.now() - hit.at < SOURCE_CACHE_MS) return hit.source;
+    sourceCache.delete(cacheKey);
+    const source = await findSource(db, tenantId, idOrSlug);
+    if (sourceCache.size >= SOURCE_CACHE_MAX) sourceCache.clear();
+    sourceCache.set(cacheKey, { source, at: Date.now() });
+    return source;
+  }
+
   /** Runs `work` on the source's backing table; a table dropped meanwhile reads as not found. */
   async function onTable<T>(
     tenantId: string,
     idOrSlug: string,
     work: (table: RawBuilder<unknown>, source: SourceRow) => Promise<T>,
   ): Promise<T> {
-    const source = await findSource(db, tenantId, idOrSlug);
+    const source = await lookupSource(tenantId, idOrSlug, false);
     try {
       return await work(sql.table(source.table_name), source);
+    } catch (error) {
+      if (!isUndefinedTable(error)) throw error;
+    }
+    const current = await lookupSource(tenantId, idOrSlug, true);
+    try {
+      return await work(sql.table(current.table_name), current);
     } catch (error) {
       if (isUndefinedTable(error)) throw new NotFoundError('custom data source', idOrSlug);
       throw error;
@@ -474,7 +498,7 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     async deleteSource(tenantId: string, idOrSlug: string) {
       const key = sourceKey(idOrSlug);
       if (!key) throw new NotFoundError('custom data source', idOrSlug);
-      return db.transaction().execute(async (trx) => {
+      const deleted = await db.transaction().execute(async (trx) => {
         const row = await trx
           .deleteFrom('custom_data_sources')
           .where('tenant_id', '=', tenantId)
@@ -485,6 +509,8 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
         await sql`drop table if exists ${sql.table(row.table_name)}`.execute(trx);
         return { id: row.id, object: 'deleted' as const, deleted: true };
       });
+      sourceCache.clear();
+      return deleted;
     },
 
     /** Creates or replaces the row with this external id; omitted optional fields become empty. */
