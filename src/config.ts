@@ -7,20 +7,47 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Prefix of every Redis key this service writes, so deployments can share one Redis. */
+  redisKeyPrefix: string;
   baseDomain: string;
   /** Public origin used in `doc_url` links; when unset, derived from the request's Host. */
   publicUrl: string | undefined;
+  /**
+   * Origin of the admin console that task links point at (`admin_url`); ADMIN_BASE_URL, else
+   * `https://admin.<BASE_DOMAIN>`.
+   */
+  adminBaseUrl: string;
   adminToken: string | undefined;
   bodyLimitBytes: number;
   rateLimitPerMinute: number;
   mcpMaxConcurrent: number;
   mcpSlotWaitMs: number;
   sseHeartbeatMs: number;
+  /** Browser origins allowed to call /api/v1/mcp besides the API's own. */
+  mcpAllowedOrigins: string[];
   allowPrivateTargets: boolean;
+  /** Minutes between syncs of sources with `auto_sync_enabled`. */
+  autoSyncIntervalMinutes: number;
+  /** How often an idle job worker looks for due jobs. */
+  jobPollMs: number;
+  /** One webhook delivery attempt may take this long (WEBHOOK_TIMEOUT_MS). */
+  webhookTimeoutMs: number;
+  /** Delay before the first webhook retry, doubling per attempt (WEBHOOK_RETRY_BASE_MS). */
+  webhookRetryBaseMs: number;
+  /** Longest delay between two webhook attempts (WEBHOOK_RETRY_MAX_MS). */
+  webhookRetryMaxMs: number;
   trustProxy: boolean;
   llmBaseUrl: string | undefined;
   llmApiKey: string | undefined;
   llmModel: string | undefined;
+  /** How long one call to the language model may take (LLM_TIMEOUT_MS). */
+  llmTimeoutMs: number;
+  /** How long a turn not in pause mode waits for client function results (CLIENT_FUNCTION_TIMEOUT_MS). */
+  clientFunctionTimeoutMs: number;
+  /** Test cases one simulation run plays at once (SIMULATION_CONCURRENCY). */
+  simulationConcurrency: number;
+  /** How long one dashboard analytics report may take before it answers `export_failed` (ANALYTICS_TIMEOUT_MS). */
+  analyticsTimeoutMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -67,6 +94,24 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+function origins(env: Env, name: string): string[] {
+  const raw = str(env, name);
+  if (raw === undefined) return [];
+  return raw.split(',').map((item) => {
+    const value = item.trim();
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      throw new ConfigError(`${name} must be a comma-separated list of origins, got '${value}'`);
+    }
+    if (parsed.origin !== value.replace(/\/+$/, '')) {
+      throw new ConfigError(`${name} takes origins (scheme://host[:port]), got '${value}'`);
+    }
+    return parsed.origin;
+  });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -85,19 +130,34 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: str(env, 'DATA_DIR') ?? './data',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'workspace:',
     baseDomain,
     publicUrl: publicUrl?.replace(/\/+$/, ''),
+    adminBaseUrl: (url(env, 'ADMIN_BASE_URL', ['http:', 'https:']) ?? `https://admin.${baseDomain}`).replace(
+      /\/+$/,
+      '',
+    ),
     adminToken,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 10_000_000),
     mcpMaxConcurrent: int(env, 'MCP_MAX_CONCURRENT', 16, 1, 10_000),
     mcpSlotWaitMs: int(env, 'MCP_SLOT_WAIT_MS', 2000, 0, 60_000),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 3_600_000),
+    mcpAllowedOrigins: origins(env, 'MCP_ALLOWED_ORIGINS'),
     allowPrivateTargets: bool(env, 'ALLOW_PRIVATE_TARGETS', false),
+    autoSyncIntervalMinutes: int(env, 'AUTO_SYNC_INTERVAL_MINUTES', 1440, 1, 525_600),
+    jobPollMs: int(env, 'JOB_POLL_MS', 1000, 10, 600_000),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     llmBaseUrl: url(env, 'LLM_BASE_URL', ['http:', 'https:']),
     llmApiKey: str(env, 'LLM_API_KEY'),
     llmModel: str(env, 'LLM_MODEL'),
+    llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 60_000, 100, 600_000),
+    clientFunctionTimeoutMs: int(env, 'CLIENT_FUNCTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    simulationConcurrency: int(env, 'SIMULATION_CONCURRENCY', 4, 1, 32),
+    analyticsTimeoutMs: int(env, 'ANALYTICS_TIMEOUT_MS', 15_000, 1, 600_000),
     logLevel: logLevel as Config['logLevel'],
   };
 }

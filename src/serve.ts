@@ -2,8 +2,9 @@
 // graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the rest).
 import { Redis } from 'ioredis';
 import type { Config } from './config.js';
-import { openDatabase } from './db/client.js';
+import { type Db, openDatabase } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
+import { createOwnerService } from './domain/owners.js';
 import { ALL_SCOPES } from './domain/scopes.js';
 import type { TenantService } from './domain/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
@@ -12,7 +13,9 @@ import { buildApp } from './server.js';
 const HOUR_MS = 3_600_000;
 
 /** On an empty embedded database: the demo tenant and a key with every scope, printed once. */
-async function seedFirstStart(tenants: TenantService, config: Config, embedded: boolean): Promise<string[]> {
+const DEMO_OWNER_EMAIL = 'owner@example.com';
+
+async function seedFirstStart(tenants: TenantService, db: Db, config: Config, embedded: boolean): Promise<string[]> {
   const lines: string[] = [];
   if (!config.adminToken && (await tenants.countOperatorTokens()) === 0) {
     const token = await tenants.createOperatorToken();
@@ -23,6 +26,11 @@ async function seedFirstStart(tenants: TenantService, config: Config, embedded: 
     const key = await tenants.createApiKey('demo', { name: 'demo (all scopes)', scopes: ALL_SCOPES });
     lines.push('Demo tenant: demo');
     lines.push(`Demo API key (every scope, shown once): ${key.secret}`);
+    // The demo owner signs in to the settings page (/admin/settings/integrations/api).
+    const { owner, generatedPassword } = await createOwnerService({ db }).createOwner('demo', {
+      email: DEMO_OWNER_EMAIL,
+    });
+    lines.push(`Demo owner (settings page /admin/login, shown once): ${owner.email} / ${generatedPassword}`);
   }
   return lines;
 }
@@ -37,8 +45,8 @@ export async function serve(config: Config): Promise<void> {
     /* reported by the rate limiter's skipOnError path; ioredis reconnects by itself */
   });
 
-  const { app, services } = await buildApp({ config, db: database.db, redis });
-  const seeded = await seedFirstStart(services.tenants, config, database.kind === 'pglite');
+  const { app, services, jobs } = await buildApp({ config, db: database.db, redis });
+  const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
 
   const sweeper = setInterval(() => {
     sweepIdempotencyKeys(database.db).catch((error) => app.log.warn({ err: String(error) }, 'idempotency sweep'));
@@ -49,24 +57,7 @@ export async function serve(config: Config): Promise<void> {
     clearInterval(sweeper);
   });
 
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  if (seeded.length > 0) {
-    process.stdout.write(
-      [
-        '',
-        '  Workspace API is ready.',
-        ...seeded.map((line) => `  ${line}`),
-        '',
-        `  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`,
-        `  Docs: ${origin}/docs`,
-        '',
-      ].join('\n'),
-    );
-  }
-
+  // Signals are handled from before the first request can arrive, so a stop is always graceful.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -86,4 +77,25 @@ export async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  // Job workers (source syncs and other background work) and their schedules; app.close stops them.
+  jobs.start();
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  if (seeded.length > 0) {
+    process.stdout.write(
+      [
+        '',
+        '  Workspace API is ready.',
+        ...seeded.map((line) => `  ${line}`),
+        '',
+        `  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`,
+        `  Docs: ${origin}/docs`,
+        `  API keys (workspace owners): ${origin}/admin/settings/integrations/api`,
+        '',
+      ].join('\n'),
+    );
+  }
 }

@@ -1,19 +1,24 @@
 // Builds the Fastify app from its parts; src/serve.ts is the process that listens.
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { registerAdminRoutes } from './admin/routes.js';
+import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
+import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
+import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
-import { registerErrorHandling, summarize } from './http/errors.js';
+import { errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { newId } from './lib/ids.js';
+import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
 import { ErrorSchema } from './operations/schemas.js';
@@ -24,12 +29,16 @@ export interface AppDeps {
   redis?: Redis | undefined;
   /** Rate-limit key namespace in Redis (tests keep runs apart). */
   redisNamespace?: string;
+  /** Where JSON log lines go; standard output when absent. */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface App {
   app: FastifyInstance;
   services: Services;
   authenticator: Authenticator;
+  /** The durable job queue; not polling until `jobs.start()`. */
+  jobs: JobQueue;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,10 +53,11 @@ function validatorCompilers() {
   return { body, strings };
 }
 
-export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): Promise<App> {
+export async function buildApp({ config, db, redis, redisNamespace, logStream }: AppDeps): Promise<App> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
+      ...(logStream ? { stream: logStream } : {}),
       redact: {
         paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'],
         censor: '[redacted]',
@@ -62,6 +72,16 @@ export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): 
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // Router errors (bad percent-encoding, an over-long path segment) in the spec's error shape too.
+    frameworkErrors: (error, request, reply) => {
+      const code = error.code === 'FST_ERR_BAD_URL' ? 'bad_request' : 'not_found';
+      const message =
+        code === 'bad_request'
+          ? 'The URL is malformed (bad percent-encoding).'
+          : 'No such resource: a path segment is too long.';
+      const { status, body } = errorBody(publicOrigin(request, config.publicUrl), code, message);
+      (reply as unknown as FastifyReply).code(status).header('x-request-id', request.id).send(body);
+    },
   });
 
   const ajv = validatorCompilers();
@@ -84,7 +104,17 @@ export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): 
     reply.header('x-request-id', request.id);
   });
 
-  const services = createServices({ db });
+  // The durable job queue (src/jobs/queue.ts); serve.ts starts its workers after listen.
+  const jobs = createJobQueue({ db, log: app.log, pollMs: config.jobPollMs });
+  registerWebhookDelivery(jobs, {
+    db,
+    allowPrivateTargets: config.allowPrivateTargets,
+    timeoutMs: config.webhookTimeoutMs,
+    retry: { baseMs: config.webhookRetryBaseMs, maxMs: config.webhookRetryMaxMs },
+    log: app.log,
+  });
+  app.addHook('onClose', async () => jobs.stop());
+  const services = createServices({ db, config, jobs });
   const logError = (error: unknown) => app.log.error({ err: summarize(error) }, 'background write failed');
   const authenticator = createAuthenticator({
     tenants: services.tenants,
@@ -92,32 +122,46 @@ export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): 
     onError: logError,
   });
   app.addHook('onClose', async () => authenticator.close());
+  // Turns waiting on client results end FAILED and model calls stop, so close never hangs on them.
+  app.addHook('preClose', async () => services.agent.close());
 
   await registerOpenApi(app);
   await registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,
     redis,
-    ...(redisNamespace ? { namespace: redisNamespace } : {}),
+    namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
   });
 
   // Authentication runs after the rate limit (onRequest) and before the body is read.
   app.decorateRequest('auth', null);
   app.addHook('preParsing', async (request, _reply, payload) => {
-    const operation = request.routeOptions.config.operation;
-    if (!operation) return payload;
+    const { operation, authenticated } = request.routeOptions.config;
+    if (!operation && !authenticated) return payload;
     const auth = await authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
-    authenticator.authorize(auth, operation.scope);
+    if (operation) authenticator.authorize(auth, operation.scope);
     request.auth = auth;
     return payload;
   });
   registerIdempotency(app, db, logError);
 
   mountOperations(app, OPERATIONS, services);
+  registerMcpRoutes(app, {
+    operations: OPERATIONS,
+    services,
+    config,
+    redis,
+    namespace: redisNamespace ?? config.redisKeyPrefix,
+  });
+  // Workspace owners: their accounts come with the tenant (control plane), and they manage their
+  // keys on the settings page (src/admin/settings/).
+  const owners = createOwnerService({ db });
   registerAdminRoutes(app, {
     tenants: services.tenants,
     authenticator,
+    owners,
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
   });
+  await registerSettingsPages(app, { config, tenants: services.tenants, owners, authenticator });
   await registerDocsRoutes(app);
 
   app.get('/healthz', { schema: { hide: true }, config: { rateLimit: false } }, async () => ({ status: 'ok' }));
@@ -132,5 +176,5 @@ export async function buildApp({ config, db, redis, redisNamespace }: AppDeps): 
     }
   });
 
-  return { app, services, authenticator };
+  return { app, services, authenticator, jobs };
 }

@@ -2,7 +2,6 @@
 // schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type Config, loadConfig } from '../src/config.js';
@@ -43,7 +42,16 @@ export interface CallResult {
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Share rate-limit counters between apps (Redis runs only). */
+  redisNamespace?: string;
+  /** Start the job queue's poller (tests otherwise run jobs with `await t.jobs.runUntilIdle()`). */
+  startJobs?: boolean;
+  /** Receives the app's JSON log lines. */
+  logStream?: NodeJS.WritableStream;
+}
+
+export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const config = loadConfig({ LOG_LEVEL: 'silent', ADMIN_TOKEN, RATE_LIMIT_PER_MINUTE: '100000', ...env });
   const schema = usingPostgres ? `test_${randomBytes(6).toString('hex')}` : undefined;
   if (schema) {
@@ -59,9 +67,11 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     config,
     db: database.db,
     redis,
-    redisNamespace: `test-rl-${randomBytes(4).toString('hex')}:`,
+    redisNamespace: options.redisNamespace ?? `test-rl-${randomBytes(4).toString('hex')}:`,
+    ...(options.logStream ? { logStream: options.logStream } : {}),
   });
   await built.app.ready();
+  if (options.startJobs) built.jobs.start();
 
   const call = async ({ method = 'GET', url, key, body, headers = {} }: CallOptions): Promise<CallResult> => {
     const response = await built.app.inject({

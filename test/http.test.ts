@@ -48,12 +48,28 @@ describe('malformed requests', () => {
         method: 'POST',
         url: '/api/v1/apps',
         key,
-        body: '',
+        body: '"text"',
         headers: { 'content-type': 'application/json' },
       }),
       400,
       'bad_request',
     );
+  });
+
+  it('no body at all reads as an empty object: the first missing required field is named', async () => {
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/api/v1/apps',
+        key,
+        body: '',
+        headers: { 'content-type': 'application/json' },
+      }),
+      422,
+      'missing_required_parameter',
+      'name',
+    );
+    expectError(await t.call({ method: 'POST', url: '/api/v1/apps', key }), 422, 'missing_required_parameter', 'name');
   });
 
   it('__proto__ keys are refused, not merged', async () => {
@@ -69,6 +85,11 @@ describe('malformed requests', () => {
 
   it('an unknown route answers 404 not_found with the error body', async () => {
     expectError(await t.call({ url: '/api/v1/nothing-here', key }), 404, 'not_found');
+  });
+
+  it('router errors keep the error body: bad percent-encoding → 400, an over-long segment → 404', async () => {
+    expectError(await t.call({ url: '/api/v1/apps/%E0%A4%A', key }), 400, 'bad_request');
+    expectError(await t.call({ url: `/api/v1/apps/${'a'.repeat(300)}`, key }), 404, 'not_found');
   });
 
   it('a path id that is not a UUID answers 404 not_found', async () => {

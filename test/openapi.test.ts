@@ -52,6 +52,11 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('a query parameter with a default (limit) is optional to clients', () => {
+    const limit = doc.paths['/api/v1/apps'].get.parameters.find((p: { name: string }) => p.name === 'limit');
+    expect(limit).toMatchObject({ in: 'query', required: false, schema: { default: 20 } });
+  });
+
   it('operation ids are unique', () => {
     const ids = OPERATIONS.map((op) => op.id);
     expect(new Set(ids).size).toBe(ids.length);

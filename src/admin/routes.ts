@@ -4,6 +4,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
+import { EMAIL_PATTERN, type OwnerService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../domain/owners.js';
 import { ALL_SCOPES } from '../domain/scopes.js';
 import { TENANT_ID_PATTERN, type TenantService } from '../domain/tenants.js';
 import type { Authenticator } from '../http/auth.js';
@@ -36,6 +37,37 @@ const NewApiKey = Type.Object(
   { title: 'NewApiKey' },
 );
 
+// Workspace owners (issue 11): they sign in to /admin/settings/integrations/api to manage keys.
+const Owner = Type.Object(
+  { id: Uuid, object: Type.Literal('owner'), tenant_id: Type.String(), email: Type.String(), created_at: Timestamp },
+  { title: 'Owner' },
+);
+const OwnerInput = Type.Object(
+  {
+    email: Type.String({ pattern: EMAIL_PATTERN, maxLength: 254 }),
+    password: Type.Optional(
+      Type.String({
+        minLength: PASSWORD_MIN_LENGTH,
+        maxLength: PASSWORD_MAX_LENGTH,
+        description: 'Generated, and returned once as `owner_password`, when absent.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const OwnerPassword = Type.Optional(
+  Type.String({ description: 'The generated password of the owner; in this answer only, when none was sent.' }),
+);
+const NewTenant = Type.Object(
+  {
+    ...Tenant.properties,
+    owner: Type.Optional(Owner),
+    owner_password: OwnerPassword,
+  },
+  { title: 'NewTenant' },
+);
+const NewOwner = Type.Object({ ...Owner.properties, password: OwnerPassword }, { title: 'NewOwner' });
+
 const TenantParams = Type.Object({ tenant_id: Type.String({ pattern: TENANT_ID_PATTERN }) });
 const KeyParams = Type.Object({ key_id: Uuid });
 
@@ -51,7 +83,12 @@ const common = { tags: ['Control plane'], security: [{ OperatorToken: [] }] };
 
 export function registerAdminRoutes(
   app: FastifyInstance,
-  { tenants, authenticator, adminToken }: { tenants: TenantService; authenticator: Authenticator; adminToken?: string },
+  {
+    tenants,
+    authenticator,
+    adminToken,
+    owners,
+  }: { tenants: TenantService; authenticator: Authenticator; adminToken?: string; owners?: OwnerService },
 ): void {
   const adminTokenHash = adminToken ? sha256Hex(adminToken) : undefined;
 
@@ -84,16 +121,53 @@ export function registerAdminRoutes(
                 description: 'Lowercase letters, digits and hyphens; it becomes the host label.',
               }),
               name: Type.String({ minLength: 1, maxLength: 200 }),
+              owner: Type.Optional(
+                Type.Object(OwnerInput.properties, {
+                  additionalProperties: false,
+                  description: 'The workspace owner, who signs in to /admin/settings/integrations/api.',
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
-          response: responses({ 201: Tenant }, 'conflict', 'missing_required_parameter'),
+          response: responses({ 201: NewTenant }, 'conflict', 'missing_required_parameter'),
         },
       },
       async (request, reply) => {
-        const body = request.body as { tenant_id: string; name: string };
+        const body = request.body as { tenant_id: string; name: string; owner?: { email: string; password?: string } };
+        const tenant = await tenants.createTenant({ tenant_id: body.tenant_id, name: body.name });
         reply.code(201);
-        return tenants.createTenant(body);
+        if (!body.owner || !owners) return tenant;
+        const { owner, generatedPassword } = await owners.createOwner(tenant.id, body.owner);
+        return { ...tenant, owner, ...(generatedPassword ? { owner_password: generatedPassword } : {}) };
+      },
+    );
+
+    admin.post(
+      '/admin/v1/tenants/:tenant_id/owners',
+      {
+        schema: {
+          ...common,
+          operationId: 'adminCreateOwner',
+          summary: 'Add a workspace owner',
+          description:
+            'Adds an owner who signs in to the settings page (/admin/settings/integrations/api) to manage the ' +
+            "tenant's API keys. Without `password`, one is generated and returned once. An e-mail already " +
+            'owning this tenant answers 409.',
+          params: TenantParams,
+          body: OwnerInput,
+          response: responses({ 201: NewOwner }, 'not_found', 'conflict', 'missing_required_parameter'),
+        },
+      },
+      async (request, reply) => {
+        if (!owners) throw new DomainError('not_found', 'Owner accounts are not enabled on this server.');
+        const { tenant_id } = request.params as { tenant_id: string };
+        const { owner, generatedPassword } = await owners.createOwner(
+          tenant_id,
+          request.body as { email: string; password?: string },
+        );
+        reply.code(201);
+        return { ...owner, ...(generatedPassword ? { password: generatedPassword } : {}) };
       },
     );
 

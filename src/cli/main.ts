@@ -2,6 +2,7 @@
 // the control plane over HTTP, so they work while a server owns the (embedded) database.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { PUBLIC_COMMANDS, PUBLIC_USAGE, runPublicCommand } from './public-commands.js';
 
 const USAGE = `Usage: workspace <command> [options]
 
@@ -12,6 +13,7 @@ const USAGE = `Usage: workspace <command> [options]
   keys create <tenant_id> --name NAME --scopes a:read,b:write [--expires-at ISO]
   keys list <tenant_id>                   list a tenant's API keys
   keys revoke|lock|unlock <key_id>        change a key's state
+${PUBLIC_USAGE}
 
 Options: --json (machine-readable output), --url URL (default $WORKSPACE_URL or
 http://127.0.0.1:$PORT), --token TOKEN (default $ADMIN_TOKEN: the operator token).`;
@@ -62,6 +64,8 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // The public-API commands (src/cli/public-commands.ts) take an API key and their own options.
+  if (argv[0] !== undefined && PUBLIC_COMMANDS.has(argv[0])) return runPublicCommand(argv);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -185,5 +189,7 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`workspace: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
       process.exitCode = 1;
     }
+    // A failed start may leave handles open (the database, timers): the process ends here.
+    process.exit();
   },
 );

@@ -3,6 +3,14 @@
 // alike, under Kysely's Migrator (which takes an advisory lock, so instances may start together).
 import { type Kysely, type Migration as KyselyMigration, Migrator, sql } from 'kysely';
 import { foundation } from './migrations/0001-foundation.js';
+import { knowledge } from './migrations/0002-knowledge.js';
+import { customData } from './migrations/0003-data.js';
+import { conversations } from './migrations/0004-conversations.js';
+import { tasksAccounts } from './migrations/0005-tasks-accounts.js';
+import { owners } from './migrations/0006-owners.js';
+import { simulations } from './migrations/0007-simulations.js';
+import { coverageAnalytics } from './migrations/0008-coverage-analytics.js';
+import { webhooks } from './migrations/0009-webhooks.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -10,7 +18,17 @@ export interface Migration {
   statements: string[];
 }
 
-export const MIGRATIONS: Migration[] = [foundation];
+export const MIGRATIONS: Migration[] = [
+  foundation,
+  knowledge,
+  customData,
+  conversations,
+  tasksAccounts,
+  owners,
+  simulations,
+  coverageAnalytics,
+  webhooks,
+];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   const migrations: Record<string, KyselyMigration> = {};
@@ -21,8 +39,19 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
       },
     };
   }
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    // The bookkeeping tables live in the schema the connection works in (search_path), so
+    // databases that hold several schemas (tests, shared servers) keep them apart.
+    migrationTableSchema: await currentSchema(db),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+async function currentSchema(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  return rows[0]?.schema ?? 'public';
 }

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'request_too_large'
   | 'rate_limit_exceeded'
   | 'concurrency_limit_exceeded'
+  | 'forbidden_origin'
   | 'internal_error';
 
 export class DomainError extends Error {

@@ -187,13 +187,21 @@ export function createTenantService({ db }: { db: Db }) {
       return toApiKeyRecord(row);
     },
 
-    /** Revoke is final; lock and unlock toggle a key that is not revoked. */
-    async changeApiKeyState(keyId: string, action: 'revoke' | 'lock' | 'unlock'): Promise<ApiKeyRecord> {
+    /**
+     * Revoke is final; lock and unlock toggle a key that is not revoked. With `tenantId` (the
+     * owners' settings page), a key of another tenant is not found.
+     */
+    async changeApiKeyState(
+      keyId: string,
+      action: 'revoke' | 'lock' | 'unlock',
+      tenantId?: string,
+    ): Promise<ApiKeyRecord> {
       return db.transaction().execute(async (trx) => {
         const row = await trx
           .selectFrom('api_keys')
           .select(KEY_COLUMNS)
           .where('id', '=', keyId)
+          .$if(tenantId !== undefined, (q) => q.where('tenant_id', '=', tenantId as string))
           .forUpdate()
           .executeTakeFirst();
         if (!row) throw new NotFoundError('API key', keyId);

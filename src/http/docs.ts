@@ -4,6 +4,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { openApiWebhooks } from '../domain/webhooks/event-types.js';
 import { ERROR_CATALOGUE } from './errors.js';
 
 export const API_VERSION = '1.0.0';
@@ -20,6 +21,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           'Authenticate with an API key in `X-API-Key`; keys carry `<resource>:read` / `<resource>:write` scopes. ' +
           'Errors: see /docs/errors.',
       },
+      // OpenAPI 3.1 `webhooks`: every event type we send, with its payload (issue 12).
+      webhooks: openApiWebhooks(),
       components: {
         securitySchemes: {
           ScopedAPIKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
@@ -30,7 +33,26 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
+    transformObject: (documents) =>
+      'openapiObject' in documents ? optionalDefaults(documents.openapiObject) : documents.swaggerObject,
   });
+}
+
+/**
+ * A parameter with a default is optional to the client (the default fills it in before the
+ * handler runs), whatever the schema's `required` list says for the handler's sake.
+ */
+function optionalDefaults<T extends { paths?: unknown }>(document: T): T {
+  for (const item of Object.values((document.paths ?? {}) as Record<string, Record<string, unknown>>)) {
+    for (const operation of Object.values(item ?? {})) {
+      const parameters = (operation as { parameters?: { required?: boolean; schema?: { default?: unknown } }[] })
+        ?.parameters;
+      for (const parameter of parameters ?? []) {
+        if (parameter.schema?.default !== undefined) parameter.required = false;
+      }
+    }
+  }
+  return document;
 }
 
 export async function registerDocsRoutes(app: FastifyInstance): Promise<void> {

@@ -91,6 +91,12 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     type: 'rate_limit_error',
     condition: 'The MCP endpoint has too many simultaneous requests; wait for the `Retry-After` seconds.',
   },
+  forbidden_origin: {
+    status: 403,
+    type: 'permission_error',
+    condition:
+      'A browser Origin that may not use the MCP endpoint (DNS-rebinding protection; see MCP_ALLOWED_ORIGINS).',
+  },
   internal_error: {
     status: 500,
     type: 'api_error',

@@ -8,7 +8,7 @@ import { DomainError } from '../domain/errors.js';
 
 export async function registerRateLimit(
   app: FastifyInstance,
-  options: { perMinute: number; redis: Redis | undefined; namespace?: string },
+  options: { perMinute: number; redis: Redis | undefined; namespace: string },
 ): Promise<void> {
   await app.register(rateLimit, {
     global: true,
@@ -16,7 +16,7 @@ export async function registerRateLimit(
     timeWindow: 60_000,
     enableDraftSpec: true,
     keyGenerator: (request) => request.ip,
-    ...(options.redis ? { redis: options.redis, nameSpace: options.namespace ?? 'workspace-rl:' } : {}),
+    ...(options.redis ? { redis: options.redis, nameSpace: options.namespace } : {}),
     // A Redis outage must not take the API down with it: requests pass uncounted meanwhile.
     skipOnError: true,
     errorResponseBuilder: (_request, context) =>

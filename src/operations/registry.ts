@@ -127,6 +127,15 @@ export function mountOperations(app: FastifyInstance, operations: Operation[], s
       method: op.method,
       url: op.path,
       config: { operation: op },
+      // No body at all reads as an empty object: bodiless calls to operations whose fields are all
+      // optional work, and a missing required field is named as such.
+      ...(op.body
+        ? {
+            preValidation: async (request: FastifyRequest) => {
+              if (request.body === undefined || request.body === null) request.body = {};
+            },
+          }
+        : {}),
       schema: {
         operationId: op.id,
         tags: [op.tag],
