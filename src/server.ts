@@ -123,7 +123,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
   app.addHook('onClose', async () => authenticator.close());
   // Turns waiting on client results end FAILED and model calls stop, so close never hangs on them.
-  app.addHook('preClose', async () => services.agent.close());
+  app.addHook('preClose', async () => {
+    await Promise.all([services.agent.close(), services.simulations.close()]);
+  });
 
   await registerOpenApi(app);
   await registerRateLimit(app, {

@@ -649,3 +649,29 @@ describe('tenant isolation and scopes', () => {
     expectError(await t.call({ url: '/api/v1/conversations', key: none }), 403, 'insufficient_scope');
   });
 });
+
+describe('edge cases', () => {
+  it('a message of only spaces is answered, not failed (no knowledge gap is recorded for it)', async () => {
+    const { tenantId, key } = await t.tenant();
+    const sent = await send(key, { content: '   ' });
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.body.status).toBe('COMPLETED');
+    const gaps = await t.database.db
+      .selectFrom('knowledge_update_requests')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(gaps).toEqual([]);
+  });
+
+  it('a streamed send with an Idempotency-Key runs each time (a stream is not replayed) and never locks the key', async () => {
+    const { key } = await t.tenant();
+    const headers = { accept: 'text/event-stream', 'idempotency-key': 'stream-1' };
+    const first = await send(key, { content: 'Hello' }, headers);
+    const second = await send(key, { content: 'Hello' }, headers);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(second.text).toContain('event:');
+    expect(second.headers['idempotent-replayed']).toBeUndefined();
+  });
+});

@@ -94,6 +94,11 @@ describe('malformed requests', () => {
 
   it('a path id that is not a UUID answers 404 not_found', async () => {
     expectError(await t.call({ url: '/api/v1/workflows/not-a-uuid', key }), 404, 'not_found');
+    expectError(
+      await t.call({ url: '/api/v1/workflows/urn:uuid:00000000-0000-7000-8000-000000000000', key }),
+      404,
+      'not_found',
+    );
   });
 });
 

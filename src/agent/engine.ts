@@ -616,12 +616,18 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         rt.emit('citation', { citation });
       }
       if (step.handoffTo) await handOff(rt, step.handoffTo, lastInput(rt));
-      if (step.knowledgeGap) {
-        await deps.recordGap(rt.tenantId, {
-          question: lastInput(rt),
-          conversation_id: rt.conversationId,
-          message_id: rt.state.input_message_id,
-        });
+      const question = lastInput(rt).trim();
+      if (step.knowledgeGap && question !== '') {
+        // Best effort: the customer still gets the agent's answer if the gap cannot be recorded.
+        try {
+          await deps.recordGap(rt.tenantId, {
+            question,
+            conversation_id: rt.conversationId,
+            message_id: rt.state.input_message_id,
+          });
+        } catch (error) {
+          deps.logError?.(error, newId());
+        }
       }
       if (step.calls.length === 0) return { status: 'COMPLETED' };
 
@@ -1207,4 +1213,3 @@ export function createAgentEngine(deps: AgentEngineDeps) {
 export type AgentEngine = ReturnType<typeof createAgentEngine>;
 
 /** Maps a thrown value to a DomainError if it is one (handlers rethrow the rest). */
-export const isDomainError = (error: unknown): error is DomainError => error instanceof DomainError;

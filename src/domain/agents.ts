@@ -73,7 +73,9 @@ export function createAgentService({ db }: { db: Db }) {
     findAgent,
 
     async createAgent(tenantId: string, input: NewAgent): Promise<AgentRecord> {
-      const handoffIds = [...new Set(input.handoff_agent_ids ?? [])];
+      // Ids compare in the database's lower case, whatever case the client sent.
+      const sent = (input.handoff_agent_ids ?? []).map((id) => id.toLowerCase());
+      const handoffIds = [...new Set(sent)];
       if (handoffIds.length > 0) {
         const found = await db
           .selectFrom('agents')
@@ -82,7 +84,6 @@ export function createAgentService({ db }: { db: Db }) {
           .where('id', 'in', handoffIds)
           .execute();
         const known = new Set(found.map((r) => r.id));
-        const sent = input.handoff_agent_ids ?? [];
         const missing = sent.findIndex((id) => !known.has(id));
         if (missing >= 0) {
           throw new InvalidParametersError(

@@ -86,6 +86,7 @@ export function createAppService({ db }: { db: Db }) {
           .selectFrom('app_files')
           .select(sql<number>`count(*)::int`.as('n'))
           .whereRef('app_files.app_id', '=', 'apps.id')
+          .whereRef('app_files.tenant_id', '=', 'apps.tenant_id')
           .as('file_count'),
       )
       .where('tenant_id', '=', tenantId);
@@ -170,6 +171,7 @@ export function createAppService({ db }: { db: Db }) {
             await trx
               .selectFrom('app_files')
               .select(['path', 'content'])
+              .where('tenant_id', '=', tenantId)
               .where('app_id', '=', app.id)
               .where(
                 'path',
@@ -224,7 +226,12 @@ export function createAppService({ db }: { db: Db }) {
             .execute();
         }
         if (deletions.length > 0) {
-          await trx.deleteFrom('app_files').where('app_id', '=', app.id).where('path', 'in', deletions).execute();
+          await trx
+            .deleteFrom('app_files')
+            .where('tenant_id', '=', tenantId)
+            .where('app_id', '=', app.id)
+            .where('path', 'in', deletions)
+            .execute();
         }
         const commit = await trx
           .insertInto('app_commits')

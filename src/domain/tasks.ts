@@ -105,7 +105,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
     if (rows.length === 0) return [];
     const mentionRows = await executor
       .selectFrom('task_comment_mentions as m')
-      .innerJoin('users as u', 'u.id', 'm.user_id')
+      .innerJoin('users as u', (join) => join.onRef('u.id', '=', 'm.user_id').onRef('u.tenant_id', '=', 'm.tenant_id'))
       .select(['m.comment_id', 'u.id', 'u.name', 'u.email'])
       .where('m.tenant_id', '=', tenantId)
       .where(

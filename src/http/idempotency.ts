@@ -1,6 +1,7 @@
 // Idempotency-Key on POST (DESIGN.md §5): the first answer (any status below 500) is stored for
 // 24 h per tenant and replayed for a repeat with the same method, path and body; the same key
 // with another request answers 409 `conflict`, as does a repeat while the first is still running.
+// Requests that ask for a Server-Sent Events stream are not stored (a stream cannot be replayed).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
@@ -27,6 +28,8 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers[HEADER];
     if (request.method !== 'POST' || header === undefined || !request.auth) return;
+    // A streamed answer (SSE) is not a record that can be replayed: such requests run as sent.
+    if (String(request.headers.accept ?? '').includes('text/event-stream')) return;
     if (typeof header !== 'string' || header.length === 0 || header.length > 255) {
       throw new ValidationError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 characters.');
     }

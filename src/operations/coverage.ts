@@ -1,7 +1,9 @@
 // Knowledge coverage (scope `coverage`, DESIGN.md §7): referentials and their reference
 // questions, domain renames (spec, behaviour rule 6), evaluation runs and the latest coverage,
 // question extraction from conversations and its live progress.
+
 import { Type } from '@sinclair/typebox';
+import { MAX_DOMAIN_LENGTH } from '../domain/coverage/referentials.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -9,7 +11,11 @@ const StringEnum = <const T extends string>(values: readonly T[], description?: 
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
 const RunStatus = StringEnum(['queued', 'running', 'completed', 'failed']);
-const Domain = Type.String({ minLength: 1, maxLength: 100, description: 'A domain name, compared exactly.' });
+const Domain = Type.String({
+  minLength: 1,
+  maxLength: MAX_DOMAIN_LENGTH,
+  description: 'A domain name, compared exactly.',
+});
 
 const Referential = Type.Object(
   {

@@ -2,17 +2,12 @@
 // answer. List, get, review, resolve, apply (DESIGN.md §7; spec: product updates, over MCP too).
 // Transitions are in src/domain/knowledge-gaps.ts; an illegal one answers 409 `conflict`.
 import { Type } from '@sinclair/typebox';
+import { KNOWLEDGE_UPDATE_REQUEST_STATUSES } from '../domain/knowledge-gaps.js';
 import { defineOperation } from './registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
 const Status = Type.Union(
-  [
-    Type.Literal('open'),
-    Type.Literal('approved'),
-    Type.Literal('rejected'),
-    Type.Literal('applied'),
-    Type.Literal('resolved'),
-  ],
+  KNOWLEDGE_UPDATE_REQUEST_STATUSES.map((status) => Type.Literal(status)),
   {
     description:
       '`open` → `approved` | `rejected` (review); `approved` → `applied` (apply); ' +

@@ -1,7 +1,12 @@
 // Schemas shared by every area: ids, lists, the deleted acknowledgement, the error body.
 import { type TSchema, Type } from '@sinclair/typebox';
 
-export const Uuid = Type.String({ format: 'uuid', description: 'A UUID.' });
+// A plain UUID: ajv's `uuid` format alone also takes a `urn:uuid:` prefix, which PostgreSQL does not.
+export const Uuid = Type.String({
+  format: 'uuid',
+  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+  description: 'A UUID.',
+});
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

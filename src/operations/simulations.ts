@@ -1,8 +1,10 @@
 // Simulations (scope `simulations`, DESIGN.md §7): personas, datasets, test cases, import from a
 // conversation, runs and their per-case results. Spec records: simulation_dataset,
 // simulation_test_case, simulation_run; rules and decisions in docs/simulations.md.
+
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../domain/errors.js';
+import { EXPECTED_TYPES } from '../domain/simulations/records.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -12,7 +14,7 @@ const StringEnum = <const T extends string>(values: readonly T[], description?: 
 const JsonObject = (description: string) => Type.Object({}, { additionalProperties: true, description });
 
 const EXPECTED_TYPE = StringEnum(
-  ['answer', 'tool_call', 'handoff', 'no_answer'] as const,
+  EXPECTED_TYPES,
   'answer: the agent answers with the meaning of `expected_answer`; tool_call: it calls `expected_tool_name` ' +
     'with arguments including `expected_tool_args`; handoff: it hands the conversation to `expected_agent_id`; ' +
     'no_answer: it declines (says it does not know).',

@@ -220,7 +220,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     if (!session) return reply.redirect(LOGIN_PATH, 303);
     const query = request.query as { cursor?: string; done?: string };
     const done = ACTIONS.find((a) => a === query.done);
-    return renderKeys(reply, session, 200, {
+    return await renderKeys(reply, session, 200, {
       cursor: typeof query.cursor === 'string' ? query.cursor : undefined,
       notice: done ? NOTICES[done] : undefined,
     });
@@ -250,7 +250,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     try {
       const created = await tenants.createApiKey(session.tenantId, { name, scopes, expires_at: expiresAt });
       request.log.info({ tenant_id: session.tenantId, key_id: created.id }, 'API key created on the settings page');
-      return renderKeys(reply, session, 201, { created });
+      return await renderKeys(reply, session, 201, { created });
     } catch (error) {
       if (error instanceof DomainError && ERROR_CATALOGUE[error.code].status === 422) return refuse(error.message);
       throw error;
@@ -267,7 +267,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
       await tenants.changeApiKeyState(keyId, action, session.tenantId);
     } catch (error) {
       if (error instanceof DomainError && error.code === 'conflict') {
-        return renderKeys(reply, session, 409, { error: error.message });
+        return await renderKeys(reply, session, 409, { error: error.message });
       }
       throw error;
     }

@@ -5,7 +5,7 @@
 //   threshold (the threshold the engine answers at; below it the agent records a knowledge gap);
 // - with an LLM configured: a question with such passages is covered when the model, shown the
 //   question and its best passages, says they answer it; without passages it is not covered.
-// Runs go through the durable job queue. Each judged question is stored at once, so progress is
+// Runs go through the durable job queue. Judged questions are stored in batches, so progress is
 // readable while the run goes and a retried job resumes after the questions already judged.
 // `GET /coverage` reads the latest completed run.
 import { sql } from 'kysely';
@@ -182,6 +182,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
               exists(
                 selectFrom('coverage_results as r')
                   .select('r.question_id')
+                  .where('r.tenant_id', '=', tenantId)
                   .where('r.evaluation_id', '=', evaluationId)
                   .whereRef('r.question_id', '=', 'q.id'),
               ),
@@ -300,7 +301,18 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     }));
   }
 
-  jobs.register(COVERAGE_EVALUATION_JOB, runEvaluation);
+  jobs.register(COVERAGE_EVALUATION_JOB, runEvaluation, {
+    // Every worker running it died (no catch above ran): the evaluation is failed, not left running.
+    onFailed: async (job) => {
+      const row = await getRow(job.tenantId, String(job.payload.evaluation_id ?? ''));
+      if (row && (row.status === 'queued' || row.status === 'running')) {
+        await finish(job.tenantId, row.id, {
+          status: 'failed',
+          error: 'The evaluation was interrupted; start another.',
+        });
+      }
+    },
+  });
 
   return {
     async startEvaluation(tenantId: string, input: { referential_id: string }): Promise<EvaluationRecord> {

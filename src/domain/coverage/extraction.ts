@@ -275,7 +275,24 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
     }
   }
 
-  jobs.register(COVERAGE_EXTRACTION_JOB, runBatch);
+  jobs.register(COVERAGE_EXTRACTION_JOB, runBatch, {
+    // Every worker running a batch died (no catch above ran): the run is failed, so it neither
+    // reads as running for ever nor blocks the next run (one active run per workspace).
+    onFailed: async (job) => {
+      await db
+        .updateTable('coverage_extractions')
+        .set({
+          status: 'failed',
+          finished_at: sql`now()`,
+          error: 'The extraction was interrupted; start another run.',
+          updated_at: sql`now()`,
+        })
+        .where('tenant_id', '=', job.tenantId)
+        .where('id', '=', String(job.payload.extraction_id ?? ''))
+        .where('status', 'in', ['queued', 'running'])
+        .execute();
+    },
+  });
 
   return {
     /** Queues a run over the conversations started so far; one run at a time per workspace. */
