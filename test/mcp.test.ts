@@ -63,6 +63,19 @@ describe('MCP over the SDK client', () => {
         expect.arrayContaining(['create_app', 'list_apps', 'commit_app_files', 'set_workflow_enabled']),
       );
       for (const op of OPERATIONS) expect(names).toContain(op.id.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
+      // The spec's named tools (MCP tools row), with exactly these names.
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'upsert_user',
+          'add_user_permissions',
+          'remove_user_permission',
+          'list_knowledge_update_requests',
+          'get_knowledge_update_request',
+          'review_knowledge_update_request',
+          'resolve_knowledge_update_request',
+          'apply_knowledge_update_request',
+        ]),
+      );
 
       const app = await client.callTool({ name: 'create_app', arguments: { name: 'from-mcp' } });
       expect(app.isError).toBeFalsy();

@@ -85,10 +85,11 @@ export function createAuthenticator({
         throw new DomainError('not_authenticated', 'No API key: send one in the X-API-Key header.');
       }
       const key = await lookup(sha256Hex(apiKeyHeader.trim()));
-      const invalid = new DomainError('invalid_api_key', 'The API key is invalid, expired, locked or revoked.');
-      if (!key || keyStatus(key) !== 'active') throw invalid;
       const hostTenant = tenantFromHost(hostHeader, baseDomain);
-      if (hostTenant !== undefined && hostTenant !== key.tenant_id) throw invalid;
+      if (!key || keyStatus(key) !== 'active' || (hostTenant !== undefined && hostTenant !== key.tenant_id)) {
+        // One answer for every reason, so a caller learns nothing about other tenants' keys.
+        throw new DomainError('invalid_api_key', 'The API key is invalid, expired, locked or revoked.');
+      }
       used.add(key.id);
       return { tenantId: key.tenant_id, keyId: key.id, keyName: key.name, scopes: key.scopes } satisfies AuthContext;
     },
