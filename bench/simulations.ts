@@ -9,48 +9,20 @@
 // On PostgreSQL it works in a schema of its own (`bench_sim_…`), dropped at the end.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import pg from 'pg';
-import { loadConfig } from '../src/config.js';
-import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { buildApp } from '../src/server.js';
+import type { DatabaseHandle } from '../src/db/client.js';
+import { startBenchApp, withBenchDatabase } from './support.js';
 
 const CASES = Number(process.env.BENCH_CASES ?? 1000);
 
 async function main() {
-  const databaseUrl = process.env.DATABASE_URL;
-  const schema = databaseUrl ? `bench_sim_${randomBytes(4).toString('hex')}` : undefined;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  if (schema) await admin(`create schema ${schema}`);
-  const database = await openDatabase({ url: databaseUrl, schema });
-  try {
-    await run(database);
-  } finally {
-    await database.close();
-    if (schema) await admin(`drop schema ${schema} cascade`);
-  }
+  await withBenchDatabase('bench_sim', run);
 }
 
 async function run(database: DatabaseHandle) {
-  await migrateToLatest(database.db);
-  const config = loadConfig({
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    HOST: '127.0.0.1',
-    PORT: '0',
+  const { app, services, jobs, config, origin } = await startBenchApp(database, {
     JOB_POLL_MS: '50',
     ...(process.env.SIMULATION_CONCURRENCY ? { SIMULATION_CONCURRENCY: process.env.SIMULATION_CONCURRENCY } : {}),
   });
-  const { app, services, jobs } = await buildApp({ config, db: database.db });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  const origin = `http://127.0.0.1:${address.port}`;
 
   const tenantId = `bench-${randomBytes(4).toString('hex')}`;
   await services.tenants.createTenant({ tenant_id: tenantId, name: tenantId });

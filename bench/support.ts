@@ -1,0 +1,45 @@
+// What the in-process benchmarks share: a database of their own (a fresh schema on PostgreSQL,
+// dropped at the end; in-memory PGlite otherwise), migrated, and the app listening on 127.0.0.1.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { buildApp } from '../src/server.js';
+
+/** Runs `work` on a migrated database: DATABASE_URL in a schema `<prefix>_<hex>`, else PGlite. */
+export async function withBenchDatabase(prefix: string, work: (database: DatabaseHandle) => Promise<void>) {
+  const databaseUrl = process.env.DATABASE_URL;
+  const schema = databaseUrl ? `${prefix}_${randomBytes(4).toString('hex')}` : undefined;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(statement);
+    await client.end();
+  };
+  if (schema) await admin(`create schema ${schema}`);
+  const database = await openDatabase({ url: databaseUrl, schema });
+  try {
+    await migrateToLatest(database.db);
+    await work(database);
+  } finally {
+    await database.close();
+    if (schema) await admin(`drop schema ${schema} cascade`);
+  }
+}
+
+/** The app on the database, listening on a free port of 127.0.0.1, with the rate limit lifted. */
+export async function startBenchApp(database: DatabaseHandle, env: Record<string, string> = {}) {
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ...env,
+  });
+  const built = await buildApp({ config, db: database.db });
+  await built.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = built.app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  return { ...built, config, origin: `http://127.0.0.1:${address.port}` };
+}
