@@ -19,10 +19,10 @@ import { decodeIdCursor, type Page, toList } from '../pagination.js';
 import {
   type DatasetRecord,
   decodeOrderCursor,
-  encodeOrderCursor,
   type PersonaRecord,
   type TestCaseRecord,
   type TestCaseStep,
+  toPositionList,
 } from './records.js';
 
 export interface NewDataset {
@@ -473,10 +473,7 @@ export function createDatasetStore({ db }: { db: Db }) {
           ]),
         );
       }
-      const rows = (await query.execute()) as TestCaseRow[];
-      const list = toList(rows, page, toTestCaseRecord, (row) => row.id);
-      const last = rows[page.limit - 1];
-      return { ...list, next_cursor: list.has_more && last ? encodeOrderCursor(Number(last.position), last.id) : null };
+      return toPositionList((await query.execute()) as TestCaseRow[], page, toTestCaseRecord);
     },
 
     async deleteTestCase(tenantId: string, datasetId: string, testCaseId: string) {

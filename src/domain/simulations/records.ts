@@ -4,6 +4,7 @@
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
 import { ValidationError } from '../errors.js';
+import { type Page, toList } from '../pagination.js';
 import type { CaseOutcome } from './evaluation.js';
 
 export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
@@ -103,4 +104,15 @@ export function decodeOrderCursor(cursor: string | undefined): { position: numbe
     throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
   }
   return { position: Number(position), id };
+}
+
+/** A page of rows fetched in (position, id) order with `limit + 1`; its cursor carries both. */
+export function toPositionList<R extends { id: string; position: number | string }, T>(
+  rows: R[],
+  page: Page,
+  toRecord: (row: R) => T,
+) {
+  const list = toList(rows, page, toRecord, (row) => row.id);
+  const last = rows[page.limit - 1];
+  return { ...list, next_cursor: list.has_more && last ? encodeOrderCursor(Number(last.position), last.id) : null };
 }

@@ -31,10 +31,10 @@ import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluati
 import { JudgeError } from './judge.js';
 import {
   decodeOrderCursor,
-  encodeOrderCursor,
   type ResultRecord,
   type RunRecord,
   type TestCaseRecord,
+  toPositionList,
 } from './records.js';
 
 export const SIMULATION_RUN_JOB = 'simulation.run';
@@ -636,10 +636,7 @@ export function createRunService(deps: RunnerDeps) {
           ]),
         );
       }
-      const rows = (await query.execute()) as ResultRow[];
-      const list = toList(rows, page, toResultRecord, (row) => row.id);
-      const last = rows[page.limit - 1];
-      return { ...list, next_cursor: list.has_more && last ? encodeOrderCursor(Number(last.position), last.id) : null };
+      return toPositionList((await query.execute()) as ResultRow[], page, toResultRecord);
     },
   };
 }
