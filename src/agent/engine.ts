@@ -20,7 +20,6 @@ import type { AgentRow, AgentService } from '../domain/agents.js';
 import type { ConversationService, MessageRecord } from '../domain/conversations.js';
 import {
   ConflictError,
-  DomainError,
   InvalidParametersError,
   MissingParameterError,
   NotFoundError,
@@ -488,35 +487,51 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     rt.emit('handoff', { agent_id: target.id, agent_name: target.name, ticket_id: ticketId });
   }
 
+  /**
+   * Writes the turn's state and its message (status, text so far, citations) in `trx`. The final
+   * write also records the error, and leaves alone a turn that lost its conversation (its lease
+   * lapsed and the next turn marked it FAILED): that verdict stands.
+   */
+  async function writeTurn(
+    trx: Db,
+    rt: Runtime,
+    status: 'IN_PROGRESS' | 'WAITING_CLIENT' | 'COMPLETED' | 'FAILED',
+    final?: { error: unknown },
+  ) {
+    await trx
+      .updateTable('agent_turns')
+      .set({
+        state: JSON.stringify(rt.state),
+        client_functions: JSON.stringify(rt.clientFunctions),
+        context: JSON.stringify(rt.context),
+        updated_at: new Date(),
+      })
+      .where('tenant_id', '=', rt.tenantId)
+      .where('message_id', '=', rt.messageId)
+      .execute();
+    let message = trx
+      .updateTable('messages')
+      .set({
+        status,
+        content: rt.state.texts.join('\n\n'),
+        citations: JSON.stringify(rt.state.citations),
+        handoff: JSON.stringify(rt.state.handoff),
+        ...(final ? { error: JSON.stringify(final.error) } : {}),
+        updated_at: new Date(),
+      })
+      .where('tenant_id', '=', rt.tenantId)
+      .where('id', '=', rt.messageId);
+    if (final) message = message.where('status', 'in', ['IN_PROGRESS', 'WAITING_CLIENT']);
+    await message.execute();
+  }
+
   async function saveState(
     rt: Runtime,
     status: 'IN_PROGRESS' | 'WAITING_CLIENT',
     waitingFor: { call_id: string; name: string; arguments: unknown }[] = [],
   ) {
     await db.transaction().execute(async (trx) => {
-      await trx
-        .updateTable('agent_turns')
-        .set({
-          state: JSON.stringify(rt.state),
-          client_functions: JSON.stringify(rt.clientFunctions),
-          context: JSON.stringify(rt.context),
-          updated_at: new Date(),
-        })
-        .where('tenant_id', '=', rt.tenantId)
-        .where('message_id', '=', rt.messageId)
-        .execute();
-      await trx
-        .updateTable('messages')
-        .set({
-          status,
-          content: rt.state.texts.join('\n\n'),
-          citations: JSON.stringify(rt.state.citations),
-          handoff: JSON.stringify(rt.state.handoff),
-          updated_at: new Date(),
-        })
-        .where('tenant_id', '=', rt.tenantId)
-        .where('id', '=', rt.messageId)
-        .execute();
+      await writeTurn(trx, rt, status);
       // Webhook event, committed with the state it reports.
       if (status === 'WAITING_CLIENT' && deps.emitEvent) {
         await deps.emitEvent(trx, rt.tenantId, 'conversation.turn.waiting_client', {
@@ -765,32 +780,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       }
       try {
         await db.transaction().execute(async (trx) => {
-          await trx
-            .updateTable('agent_turns')
-            .set({
-              state: JSON.stringify(rt.state),
-              client_functions: JSON.stringify(rt.clientFunctions),
-              context: JSON.stringify(rt.context),
-              updated_at: new Date(),
-            })
-            .where('tenant_id', '=', rt.tenantId)
-            .where('message_id', '=', rt.messageId)
-            .execute();
-          await trx
-            .updateTable('messages')
-            .set({
-              status,
-              content: rt.state.texts.join('\n\n'),
-              citations: JSON.stringify(rt.state.citations),
-              handoff: JSON.stringify(rt.state.handoff),
-              error: JSON.stringify(error),
-              updated_at: new Date(),
-            })
-            .where('tenant_id', '=', rt.tenantId)
-            .where('id', '=', rt.messageId)
-            // A turn that lost its conversation (lease lapsed, marked FAILED by the next turn) keeps that verdict.
-            .where('status', 'in', ['IN_PROGRESS', 'WAITING_CLIENT'])
-            .execute();
+          await writeTurn(trx, rt, status, { error });
           await trx
             .updateTable('conversations')
             .set({ active_turn_id: null, active_turn_expires_at: null, updated_at: new Date() })
