@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../db/errors.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export const DEFAULT_AGENT_NAME = 'Assistant';
 
@@ -112,14 +112,8 @@ export function createAgentService({ db }: { db: Db }) {
     },
 
     async listAgents(tenantId: string, page: Page) {
-      let query = db
-        .selectFrom('agents')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('agents').selectAll().where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       const rows = await query.execute();
       const defaultId = await defaultAgentId(tenantId);
       return toList(

@@ -7,7 +7,7 @@ import type { CommitFileChange } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export interface AppRecord {
   id: string;
@@ -119,11 +119,8 @@ export function createAppService({ db }: { db: Db }) {
     },
 
     async listApps(tenantId: string, page: Page) {
-      let query = selectApps(tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = selectApps(tenantId);
+      query = newestFirst(query, page);
       const rows = (await query.execute()) as AppRow[];
       return toList(rows, page, toAppRecord, (row) => row.id);
     },
@@ -258,15 +255,8 @@ export function createAppService({ db }: { db: Db }) {
 
     async listCommits(tenantId: string, name: string, page: Page) {
       const id = await appId(tenantId, name);
-      let query = db
-        .selectFrom('app_commits')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .where('app_id', '=', id)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('app_commits').selectAll().where('tenant_id', '=', tenantId).where('app_id', '=', id);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toCommitRecord, (row) => row.id);
     },
 

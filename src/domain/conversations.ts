@@ -4,7 +4,7 @@ import type { Db } from '../db/client.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { decodeIdCursor, newestFirst, type Page, toList } from './pagination.js';
 
 export type MessageStatus = 'IN_PROGRESS' | 'COMPLETED' | 'WAITING_CLIENT' | 'FAILED' | 'ABANDONED';
 
@@ -195,15 +195,9 @@ export function createConversationService({ db }: { db: Db }) {
     },
 
     async listConversations(tenantId: string, page: Page & { agent_id?: string | undefined }) {
-      let query = db
-        .selectFrom('conversations')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+      let query = db.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId);
       if (page.agent_id !== undefined) query = query.where('agent_id', '=', page.agent_id);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toConversationRecord, (row) => row.id);
     },
 

@@ -12,7 +12,7 @@ import type { Database, DataFieldDeclaration } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, checkBulkItems, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { decodeIdCursor, newestFirst, type Page, toList } from './pagination.js';
 
 /** Row `data` may nest objects and arrays this many levels deep (the object itself is level 1). */
 export const MAX_DATA_DEPTH = 32;
@@ -482,11 +482,8 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
       let query = db
         .selectFrom('custom_data_sources')
         .select(['id', 'name', 'slug', 'fields', 'table_name', 'created_at', 'updated_at'])
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toSourceRecord, (row) => row.id);
     },
 

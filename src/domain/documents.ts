@@ -19,7 +19,7 @@ import {
   ValidationError,
 } from './errors.js';
 import { documentRanks } from './knowledge-search.js';
-import { decodeIdCursor, type List, type Page, toList } from './pagination.js';
+import { type List, newestFirst, type Page, toList } from './pagination.js';
 import { DEFAULT_LANGUAGE, normalizeLanguage, searchConfigFor, searchConfigSql } from './text-search.js';
 
 type Executor = Db | Transaction<Database>;
@@ -265,15 +265,9 @@ export function createDocumentService({ db }: { db: Db }) {
         `.execute(db);
         return toList(result.rows, page, toDocumentRecord, () => `offset:${offset + page.limit}`);
       }
-      let query = db
-        .selectFrom('documents')
-        .select(DOCUMENT_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+      let query = db.selectFrom('documents').select(DOCUMENT_COLUMNS).where('tenant_id', '=', tenantId);
       if (page.source_id !== undefined) query = query.where('source_id', '=', page.source_id);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toDocumentRecord, (row) => row.id);
     },
 
@@ -394,11 +388,8 @@ export function createDocumentService({ db }: { db: Db }) {
         .selectFrom('document_translations')
         .select(TRANSLATION_COLUMNS)
         .where('tenant_id', '=', tenantId)
-        .where('document_id', '=', documentId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('document_id', '=', documentId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toTranslationRecord, (row) => row.id);
     },
 

@@ -16,7 +16,7 @@ import { iso } from '../lib/time.js';
 import type { DocumentService } from './documents.js';
 import { ConflictError, MissingParameterError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export const KNOWLEDGE_UPDATE_REQUEST_STATUSES = ['open', 'approved', 'rejected', 'applied', 'resolved'] as const;
 
@@ -194,15 +194,9 @@ export function createKnowledgeGapService({
     },
 
     async list(tenantId: string, page: Page & { status?: KnowledgeUpdateRequestStatus | undefined }) {
-      let query = db
-        .selectFrom('knowledge_update_requests')
-        .select(COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+      let query = db.selectFrom('knowledge_update_requests').select(COLUMNS).where('tenant_id', '=', tenantId);
       if (page.status) query = query.where('status', '=', page.status);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toRecord, (row) => row.id);
     },
 

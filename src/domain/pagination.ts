@@ -1,5 +1,6 @@
 // Cursor pagination (DESIGN.md §5): `{object: "list", data, has_more, next_cursor}`, newest first.
 // Ids are UUID v7, so "newest first" is "id descending" and the cursor is the last id returned.
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { isUuid } from '../lib/ids.js';
 import { ValidationError } from './errors.js';
 
@@ -40,4 +41,18 @@ export function toList<R, T>(rows: R[], page: Page, toRecord: (row: R) => T, cur
     has_more: hasMore,
     next_cursor: hasMore && last !== undefined ? encodeCursor(cursorOf(last)) : null,
   };
+}
+
+/**
+ * One page of a query, newest first: ordered by `column` (a UUID v7, so by creation) descending,
+ * after the cursor's id, `limit + 1` rows so that `toList` can tell whether more exist.
+ */
+export function newestFirst<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: Page,
+  column = 'id',
+): SelectQueryBuilder<DB, TB, O> {
+  const after = decodeIdCursor(page.cursor);
+  const paged = query.orderBy(sql.ref(column), 'desc').limit(page.limit + 1);
+  return after ? paged.where(sql<boolean>`${sql.ref(column)} < ${after}`) : paged;
 }

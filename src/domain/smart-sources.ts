@@ -8,7 +8,7 @@ import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import type { BatchRowInput, CustomDataSourceService, RowsUpserted } from './custom-data-sources.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export interface SmartSourceRecord {
   id: string;
@@ -71,11 +71,8 @@ export function createSmartSourceService({ db, dataSources }: { db: Db; dataSour
       let query = db
         .selectFrom('smart_sources')
         .select(['id', 'name', 'data_source_id', 'created_at', 'updated_at'])
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toRecord, (row) => row.id);
     },
 

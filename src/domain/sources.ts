@@ -16,7 +16,7 @@ import { CrawlError, type CrawlOptions, crawlWebsite, startUrl } from './connect
 import type { DocumentService } from './documents.js';
 import { MissingParameterError, NotFoundError, ValidationError } from './errors.js';
 import type { EmitEvent } from './events.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export const SOURCE_TYPES = ['website', 'manual'] as const;
 export type SourceType = (typeof SOURCE_TYPES)[number];
@@ -334,11 +334,8 @@ export function createSourceService(deps: SourceServiceDeps) {
     },
 
     async list(tenantId: string, page: Page) {
-      let query = selectSources(tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = selectSources(tenantId);
+      query = newestFirst(query, page);
       const rows = (await query.execute()) as SourceRow[];
       return toList(rows, page, toRecord, (row) => row.id);
     },

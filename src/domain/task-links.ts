@@ -10,7 +10,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 import { findTask, identifierOf } from './tasks.js';
 import { checkUuid } from './users.js';
 
@@ -216,11 +216,8 @@ export function createTaskLinkService({
         .selectFrom('task_links')
         .selectAll()
         .where('tenant_id', '=', tenantId)
-        .where('task_id', '=', task.id)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('task_id', '=', task.id);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toRecord, (row) => row.id);
     },
 

@@ -8,7 +8,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 import { checkUuid, findStaff, type PersonSummary } from './users.js';
 
 export const TASK_IDENTIFIER = /^TASK-([1-9][0-9]{0,8})$/;
@@ -178,14 +178,8 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
     },
 
     async listTasks(tenantId: string, page: Page) {
-      let query = db
-        .selectFrom('tasks')
-        .select(TASK_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('tasks').select(TASK_COLUMNS).where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       const rows = await query.execute();
       const list = toList(
         rows,
@@ -291,11 +285,8 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         .selectFrom('task_comments')
         .selectAll()
         .where('tenant_id', '=', tenantId)
-        .where('task_id', '=', task.id)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('task_id', '=', task.id);
+      query = newestFirst(query, page);
       const list = toList(
         (await query.execute()) as CommentRow[],
         page,

@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../db/errors.js';
 import { newId, newSecret, sha256Hex } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 import { isScope } from './scopes.js';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
@@ -170,14 +170,8 @@ export function createTenantService({ db }: { db: Db }) {
 
     async listApiKeys(tenantId: string, page: Page) {
       await getTenant(tenantId);
-      let query = db
-        .selectFrom('api_keys')
-        .select(KEY_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('api_keys').select(KEY_COLUMNS).where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toApiKeyRecord, (row) => row.id);
     },
 

@@ -9,7 +9,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { NotFoundError, ValidationError } from './errors.js';
 import type { EmitEvent } from './events.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 /** Roles a user can hold. A role is a label for people; what a user may do is its permissions. */
 export const ROLES = {
@@ -282,14 +282,8 @@ export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
     },
 
     async listUsers(tenantId: string, page: Page) {
-      let query = db
-        .selectFrom('users')
-        .select(USER_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('users').select(USER_COLUMNS).where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       const rows = await query.execute();
       const permissions = await permissionsOf(
         db,
@@ -360,11 +354,8 @@ export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         .selectFrom('notifications')
         .select(['id', 'type', 'user_id', 'task_id', 'comment_id', 'message', 'created_at'])
         .where('tenant_id', '=', tenantId)
-        .where('user_id', '=', userId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('user_id', '=', userId);
+      query = newestFirst(query, page);
       return toList(
         await query.execute(),
         page,

@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../db/errors.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, type Page, toList } from './pagination.js';
+import { newestFirst, type Page, toList } from './pagination.js';
 
 export interface WorkflowRecord {
   id: string;
@@ -81,15 +81,9 @@ export function createWorkflowService({ db }: { db: Db }) {
     },
 
     async listWorkflows(tenantId: string, page: Page & { enabled?: boolean | undefined }) {
-      let query = db
-        .selectFrom('workflows')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+      let query = db.selectFrom('workflows').selectAll().where('tenant_id', '=', tenantId);
       if (page.enabled !== undefined) query = query.where('enabled', '=', page.enabled);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toRecord, (row) => row.id);
     },
 

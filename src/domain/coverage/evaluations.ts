@@ -17,7 +17,7 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';
 import type { EmitEvent } from '../events.js';
-import { decodeIdCursor, type List, type Page, toList } from '../pagination.js';
+import { decodeIdCursor, type List, newestFirst, type Page, toList } from '../pagination.js';
 import type { CoverageJudge } from './judge.js';
 
 export const COVERAGE_EVALUATION_JOB = 'coverage.evaluate';
@@ -364,14 +364,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     },
 
     async listEvaluations(tenantId: string, page: Page): Promise<List<EvaluationRecord>> {
-      let query = db
-        .selectFrom('coverage_evaluations')
-        .select(EVALUATION_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('coverage_evaluations').select(EVALUATION_COLUMNS).where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList((await query.execute()) as EvaluationRow[], page, toEvaluation, (row) => row.id);
     },
 

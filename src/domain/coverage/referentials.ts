@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, checkBulkItems, InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';
-import { decodeIdCursor, type List, type Page, toList } from '../pagination.js';
+import { decodeIdCursor, type List, newestFirst, type Page, toList } from '../pagination.js';
 
 export const MAX_DOMAIN_LENGTH = 100;
 
@@ -256,12 +256,9 @@ export function createReferentialService({ db }: { db: Db }) {
         .selectFrom('coverage_questions')
         .select(QUESTION_COLUMNS)
         .where('tenant_id', '=', tenantId)
-        .where('referential_id', '=', referentialId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+        .where('referential_id', '=', referentialId);
       if (page.domain !== undefined) query = query.where('domain', '=', page.domain);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       const list = toList(await query.execute(), page, toQuestion, (row) => row.id);
       return { ...list, referential_id: referentialId, domains: await domainCounts(tenantId, referentialId) };
     },

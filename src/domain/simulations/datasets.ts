@@ -15,7 +15,7 @@ import {
   NotFoundError,
   ValidationError,
 } from '../errors.js';
-import { decodeIdCursor, type Page, toList } from '../pagination.js';
+import { decodeIdCursor, newestFirst, type Page, toList } from '../pagination.js';
 import {
   type DatasetRecord,
   decodeOrderCursor,
@@ -309,11 +309,8 @@ export function createDatasetStore({ db }: { db: Db }) {
       let query = db
         .selectFrom('simulation_personas')
         .select(['id', 'name', 'description', 'created_at'])
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toPersonaRecord, (row) => row.id);
     },
 

@@ -25,7 +25,7 @@ import { iso } from '../../lib/time.js';
 import type { AgentService } from '../agents.js';
 import { ConflictError, DomainError, InvalidParametersError, NotFoundError } from '../errors.js';
 import type { EmitEvent } from '../events.js';
-import { decodeIdCursor, type Page, toList } from '../pagination.js';
+import { newestFirst, type Page, toList } from '../pagination.js';
 import { type DatasetStore, type TestCaseRow, toTestCaseRecord } from './datasets.js';
 import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluation.js';
 import { JudgeError } from './judge.js';
@@ -595,11 +595,8 @@ export function createRunService(deps: RunnerDeps) {
         .selectFrom('simulation_runs')
         .select(RUN_COLUMNS)
         .where('tenant_id', '=', tenantId)
-        .where('dataset_id', '=', datasetId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+        .where('dataset_id', '=', datasetId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toRunRecord, (row) => row.id);
     },
 

@@ -11,7 +11,7 @@ import { OutboundRequestError, resolveTarget } from '../../lib/ssrf.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from '../events.js';
-import { decodeIdCursor, type Page, toList } from '../pagination.js';
+import { newestFirst, type Page, toList } from '../pagination.js';
 import { ALL_EVENTS, isEventType } from './event-types.js';
 import { DEFAULT_RETRY_POLICY } from './retry-policy.js';
 import { newWebhookSecret } from './signing.js';
@@ -250,14 +250,8 @@ export function createWebhookService({
     },
 
     async listEndpoints(tenantId: string, page: Page) {
-      let query = db
-        .selectFrom('webhook_endpoints')
-        .select(ENDPOINT_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      let query = db.selectFrom('webhook_endpoints').select(ENDPOINT_COLUMNS).where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toEndpointRecord, (row) => row.id);
     },
 
@@ -337,12 +331,9 @@ export function createWebhookService({
         .selectFrom('webhook_deliveries')
         .select(DELIVERY_COLUMNS)
         .where('tenant_id', '=', tenantId)
-        .where('endpoint_id', '=', endpointId)
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
+        .where('endpoint_id', '=', endpointId);
       if (page.status) query = query.where('status', '=', page.status);
-      const after = decodeIdCursor(page.cursor);
-      if (after) query = query.where('id', '<', after);
+      query = newestFirst(query, page);
       return toList(await query.execute(), page, toDeliveryRecord, (row) => row.id);
     },
 
