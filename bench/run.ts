@@ -1,6 +1,6 @@
 // The benchmark of record (issue 10), one command: `npm run bench` (PGlite) or
-// `DATABASE_URL=postgres://… npm run bench`. It starts the real server as its own process
-// (`workspace serve`, like production), loads it with autocannon on 127.0.0.1 only, and measures:
+// `DATABASE_URL=postgres://… npm run bench`. It builds and starts the real server as its own
+// process (compiled, as `npm start` runs it), loads it with autocannon on 127.0.0.1 only, and measures:
 //   hello       a bare Fastify hello-world (the HTTP ceiling)
 //   db-point    a bare loop of the same point query the row read makes, straight on the same
 //               database (PGlite in this process; PostgreSQL through the same driver and pool)
@@ -9,7 +9,7 @@
 //   mcp-call    authenticated MCP tools/call get_custom_data_source_row
 // For each: requests per second, p50/p99 latency and the server's peak RSS (VmHWM, reset
 // before each run). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,7 +34,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
-const BIN = path.resolve('bin/workspace.js');
+// The server runs as `npm start` runs it: compiled JavaScript (built first, below).
+const SERVER = path.resolve('dist/src/cli/main.js');
 
 interface Line {
   name: string;
@@ -163,6 +164,7 @@ async function dbCeiling(databaseUrl: string | undefined, schema: string | undef
 }
 
 async function main() {
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   const databaseUrl = process.env.DATABASE_URL;
   let schema: string | undefined;
   let dataDir: string | undefined;
@@ -208,7 +210,7 @@ async function main() {
     lines.push(await dbCeiling(databaseUrl, schema));
 
     const port = await freePort();
-    const server = spawn(process.execPath, [BIN, 'serve'], {
+    const server = spawn(process.execPath, [SERVER, 'serve'], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
