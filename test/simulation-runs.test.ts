@@ -645,6 +645,7 @@ describe('the LLM judge', () => {
     expect(results[2]?.outcome.declined).toBe(true);
     expect(judged).toHaveLength(4);
     expect(judged.every((j) => j.model === 'judge-model' && j.authorization === 'Bearer sk-test')).toBe(true);
-    expect(judged[0]?.prompt).toContain('EXPECTED:\nRefunds take 14 days.');
+    // Cases play concurrently, so the judge's requests arrive in any order: find the answer case's.
+    expect(judged.some((j) => j.prompt.includes('EXPECTED:\nRefunds take 14 days.'))).toBe(true);
   });
 });
