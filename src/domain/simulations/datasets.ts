@@ -18,7 +18,7 @@ import {
 import { decodeIdCursor, newestFirst, type Page, toList } from '../pagination.js';
 import {
   type DatasetRecord,
-  decodeOrderCursor,
+  inPositionOrder,
   type PersonaRecord,
   type TestCaseRecord,
   type TestCaseStep,
@@ -456,20 +456,7 @@ export function createDatasetStore({ db }: { db: Db }) {
     /** Test cases in `order` (then creation), the order a run plays them in. */
     async listTestCases(tenantId: string, datasetId: string, page: Page) {
       await requireDataset(tenantId, datasetId);
-      let query = selectTestCases(tenantId)
-        .where('c.dataset_id', '=', datasetId)
-        .orderBy('c.position')
-        .orderBy('c.id')
-        .limit(page.limit + 1);
-      const after = decodeOrderCursor(page.cursor);
-      if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('c.position', '>', after.position),
-            eb.and([eb('c.position', '=', after.position), eb('c.id', '>', after.id)]),
-          ]),
-        );
-      }
+      const query = inPositionOrder(selectTestCases(tenantId).where('c.dataset_id', '=', datasetId), page, 'c');
       return toPositionList((await query.execute()) as TestCaseRow[], page, toTestCaseRecord);
     },
 

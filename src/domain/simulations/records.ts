@@ -1,6 +1,8 @@
 // The records of the simulations area as clients read them (spec: simulation_dataset,
 // simulation_test_case, simulation_run; docs/simulations.md for personas and results), and the
 // ordered-list cursor they share.
+
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
 import { ValidationError } from '../errors.js';
@@ -106,7 +108,27 @@ export function decodeOrderCursor(cursor: string | undefined): { position: numbe
   return { position: Number(position), id };
 }
 
-/** A page of rows fetched in (position, id) order with `limit + 1`; its cursor carries both. */
+/**
+ * One page of a query in (position, id) order, after the cursor's pair, `limit + 1` rows;
+ * `table` qualifies the columns when the query joins.
+ */
+export function inPositionOrder<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: Page,
+  table?: string,
+): SelectQueryBuilder<DB, TB, O> {
+  const column = (name: string) => sql.ref(table ? `${table}.${name}` : name);
+  const after = decodeOrderCursor(page.cursor);
+  const paged = query
+    .orderBy(column('position'))
+    .orderBy(column('id'))
+    .limit(page.limit + 1);
+  return after
+    ? paged.where(sql<boolean>`(${column('position')}, ${column('id')}) > (${after.position}, ${after.id}::uuid)`)
+    : paged;
+}
+
+/** A page of rows fetched by `inPositionOrder`; its cursor carries the last (position, id). */
 export function toPositionList<R extends { id: string; position: number | string }, T>(
   rows: R[],
   page: Page,

@@ -29,13 +29,7 @@ import { newestFirst, type Page, toList } from '../pagination.js';
 import { type DatasetStore, type TestCaseRow, toTestCaseRecord } from './datasets.js';
 import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluation.js';
 import { JudgeError } from './judge.js';
-import {
-  decodeOrderCursor,
-  type ResultRecord,
-  type RunRecord,
-  type TestCaseRecord,
-  toPositionList,
-} from './records.js';
+import { inPositionOrder, type ResultRecord, type RunRecord, type TestCaseRecord, toPositionList } from './records.js';
 
 export const SIMULATION_RUN_JOB = 'simulation.run';
 /** Attempts of a run's job before the run is `failed` (a crash or a database failure each cost one). */
@@ -620,19 +614,8 @@ export function createRunService(deps: RunnerDeps) {
           'completed_at',
         ])
         .where('tenant_id', '=', tenantId)
-        .where('run_id', '=', runId)
-        .orderBy('position')
-        .orderBy('id')
-        .limit(page.limit + 1);
-      const after = decodeOrderCursor(page.cursor);
-      if (after) {
-        query = query.where((eb) =>
-          eb.or([
-            eb('position', '>', after.position),
-            eb.and([eb('position', '=', after.position), eb('id', '>', after.id)]),
-          ]),
-        );
-      }
+        .where('run_id', '=', runId);
+      query = inPositionOrder(query, page);
       return toPositionList((await query.execute()) as ResultRow[], page, toResultRecord);
     },
   };
