@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { PGliteDialect } from './pglite-dialect.js';
+import { prepareStatements } from './prepared.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -27,6 +28,8 @@ export interface DatabaseOptions {
   /** PostgreSQL schema to work in (tests isolate each run in its own). */
   schema?: string | undefined;
   poolSize?: number;
+  /** Statements each PostgreSQL connection keeps prepared (see prepared.ts); 0 prepares none. */
+  preparedStatements?: number;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
@@ -36,6 +39,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       max: options.poolSize ?? 10,
       ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
     });
+    const prepared = options.preparedStatements ?? 200;
+    if (prepared > 0) pool.on('connect', (client) => prepareStatements(client, prepared));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }

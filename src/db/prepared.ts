@@ -1,0 +1,112 @@
+// Prepared statements on PostgreSQL. Kysely hands pg every query as text and parameters, which pg
+// sends as an unnamed statement: PostgreSQL parses, analyses and plans it again on every call. On
+// a point read that is more than half of the database's work (bench/README.md). Here each pooled
+// connection prepares a parameterised statement under a name the first time it sees its text, and
+// later calls only bind and execute it. A connection keeps at most `max` statements and
+// deallocates the least recently used, so statements whose text varies (multi-row inserts, a
+// source's own table) cannot grow a session without bound.
+import pg from 'pg';
+
+const PgQuery = pg.Query;
+
+/** Longer texts (large batch inserts) are rarely repeated: they go unnamed, as before. */
+const MAX_TEXT = 4096;
+
+/** PostgreSQL's answer when a table behind a prepared `select *` or `returning *` changed shape. */
+function isPlanChanged(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { code?: unknown }).code === '0A000' &&
+    String((error as { message?: unknown }).message).includes('cached plan must not change result type')
+  );
+}
+
+interface Connection {
+  parsedStatements: Record<string, string>;
+}
+
+let counter = 0;
+
+/** Makes `client.query(text, values)` run `text` as a named statement of this connection. */
+export function prepareStatements(client: pg.ClientBase, max = 200): void {
+  const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
+  // text → its name and when it was last used; the least recently used goes when the map is full.
+  const names = new Map<string, { name: string; used: number }>();
+  let tick = 0;
+
+  const run = (text: string, values: unknown[], name?: string) =>
+    new Promise<pg.QueryResult>((resolve, reject) => {
+      // A Query made from text and values, named afterwards: pg copies a config object property
+      // by property, which cost more than the rest of this module.
+      const query = new PgQuery(text, values) as pg.Query & { name?: string };
+      if (name !== undefined) query.name = name;
+      (query as unknown as { callback: (error: Error | null, result: pg.QueryResult) => void }).callback = (
+        error,
+        result,
+      ) => (error ? reject(error) : resolve(result));
+      plain(query);
+    });
+
+  const forget = (text: string) => {
+    const entry = names.get(text);
+    if (entry === undefined) return;
+    names.delete(text);
+    // After a failed statement inside a transaction the session refuses everything until the
+    // rollback, so the deallocation can fail: the name is then left prepared, which is harmless.
+    run(`deallocate ${entry.name}`, []).then(
+      () => {
+        delete (client as unknown as { connection: Connection }).connection.parsedStatements[entry.name];
+      },
+      () => {},
+    );
+  };
+
+  const nameFor = (text: string) => {
+    const entry = names.get(text);
+    if (entry !== undefined) {
+      entry.used = ++tick;
+      return entry.name;
+    }
+    if (names.size >= max) {
+      let oldest: string | undefined;
+      let oldestUse = Number.POSITIVE_INFINITY;
+      for (const [key, { used }] of names) {
+        if (used < oldestUse) {
+          oldest = key;
+          oldestUse = used;
+        }
+      }
+      if (oldest !== undefined) forget(oldest);
+    }
+    const name = `ws_${(++counter).toString(36)}`;
+    names.set(text, { name, used: ++tick });
+    return name;
+  };
+
+  const prepared = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
+    const outsideTransaction = client.getTransactionStatus() === 'I';
+    try {
+      return await run(text, values, nameFor(text));
+    } catch (error) {
+      if (!isPlanChanged(error)) throw error;
+      forget(text);
+      // Outside a transaction nothing was done: prepare afresh against the table as it is now.
+      if (!outsideTransaction) throw error;
+      return run(text, values, nameFor(text));
+    }
+  };
+
+  client.query = ((config: unknown, values?: unknown, callback?: unknown) => {
+    if (
+      typeof config === 'string' &&
+      Array.isArray(values) &&
+      values.length > 0 &&
+      callback === undefined &&
+      config.length <= MAX_TEXT
+    ) {
+      return prepared(config, values);
+    }
+    return plain(config, values, callback);
+  }) as typeof client.query;
+}
