@@ -46,9 +46,19 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
     // databases that hold several schemas (tests, shared servers) keep them apart.
     migrationTableSchema: await currentSchema(db),
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  // Before it takes its lock, the migrator lists the tables of every schema it may read; another
+  // client dropping a schema during that scan fails it with invalid_schema_name (3F000), though
+  // nothing of ours changed. Nothing was migrated then, so it is asked again.
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (error && isSchemaGone(error) && attempt < 5) continue;
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+}
+
+function isSchemaGone(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '3F000';
 }
 
 async function currentSchema(db: Kysely<Database>): Promise<string> {
