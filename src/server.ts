@@ -1,4 +1,5 @@
 // Builds the Fastify app from its parts; src/serve.ts is the process that listens.
+import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -11,13 +12,12 @@ import type { Db } from './db/client.js';
 import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
-import { type Authenticator, createAuthenticator } from './http/auth.js';
+import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
 import { errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
-import { newId } from './lib/ids.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
@@ -68,7 +68,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : newId();
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
@@ -100,8 +100,10 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   app.addSchema(ErrorSchema);
   registerErrorHandling(app, config.publicUrl);
-  app.addHook('onSend', async (request, reply) => {
+  // Set when the request arrives, so every answer carries it, errors included.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   // The durable job queue (src/jobs/queue.ts); serve.ts starts its workers after listen.
@@ -136,13 +138,24 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   // Authentication runs after the rate limit (onRequest) and before the body is read.
   app.decorateRequest('auth', null);
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const { operation, authenticated } = request.routeOptions.config;
-    if (!operation && !authenticated) return payload;
-    const auth = await authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
-    if (operation) authenticator.authorize(auth, operation.scope);
-    request.auth = auth;
-    return payload;
+    if (!operation && !authenticated) return done(null, payload);
+    const admit = (auth: AuthContext) => {
+      if (operation) authenticator.authorize(auth, operation.scope);
+      request.auth = auth;
+    };
+    // A callback hook, not an async one: a key seen in the last second is judged without a promise.
+    try {
+      const auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
+      if (!(auth instanceof Promise)) {
+        admit(auth);
+        return done(null, payload);
+      }
+      auth.then(admit).then(() => done(null, payload), done);
+    } catch (error) {
+      done(error as Error);
+    }
   });
   registerIdempotency(app, db, logError);
 

@@ -213,6 +213,19 @@ describe('request ids and logs', () => {
     const refused = await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': 'bad id\u0001' } });
     expect(refused.headers['x-request-id']).not.toBe('bad id\u0001');
     expect((await t.call({ url: '/nowhere' })).headers['x-request-id']).toBeTruthy();
+    // Refusals carry it too: no key (401), and a body that is not JSON (400).
+    const unauthenticated = await t.call({ url: '/api/v1/apps', headers: { 'x-request-id': 'trace-401' } });
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers['x-request-id']).toBe('trace-401');
+    const malformed = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      headers: { 'content-type': 'application/json', 'x-request-id': 'trace-400' },
+      body: '{not json',
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers['x-request-id']).toBe('trace-400');
   });
 });
 
