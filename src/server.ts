@@ -2,7 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type preParsingHookHandler,
+} from 'fastify';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { registerAdminRoutes } from './admin/routes.js';
@@ -15,6 +20,7 @@ import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
 import { errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
+import { hookList } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
@@ -136,26 +142,30 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
   });
 
-  // Authentication runs after the rate limit (onRequest) and before the body is read.
+  // Authentication runs after the rate limit (onRequest) and before the body is read, on the
+  // routes of operations and on those marked `authenticated` (MCP); the others carry no hook.
   app.decorateRequest('auth', null);
-  app.addHook('preParsing', (request, _reply, payload, done) => {
-    const { operation, authenticated } = request.routeOptions.config;
-    if (!operation && !authenticated) return done(null, payload);
-    const admit = (auth: AuthContext) => {
+  app.addHook('onRoute', (route) => {
+    const { operation, authenticated } = route.config ?? {};
+    if (!operation && !authenticated) return;
+    const admit = (request: FastifyRequest, auth: AuthContext) => {
       if (operation) authenticator.authorize(auth, operation.scope);
       request.auth = auth;
     };
     // A callback hook, not an async one: a key seen in the last second is judged without a promise.
-    try {
-      const auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
-      if (!(auth instanceof Promise)) {
-        admit(auth);
-        return done(null, payload);
+    const authenticate: preParsingHookHandler = (request, _reply, payload, done) => {
+      try {
+        const auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
+        if (!(auth instanceof Promise)) {
+          admit(request, auth);
+          return done(null, payload);
+        }
+        auth.then((resolved) => admit(request, resolved)).then(() => done(null, payload), done);
+      } catch (error) {
+        done(error as Error);
       }
-      auth.then(admit).then(() => done(null, payload), done);
-    } catch (error) {
-      done(error as Error);
-    }
+    };
+    route.preParsing = [authenticate, ...hookList(route.preParsing)];
   });
   registerIdempotency(app, db, logError);
 

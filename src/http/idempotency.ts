@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { ConflictError, ValidationError } from '../domain/errors.js';
 import { sha256Hex } from '../lib/ids.js';
+import { hookList } from './hooks.js';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const HEADER = 'idempotency-key';
@@ -25,7 +26,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
   app.decorateRequest('idempotencyKey', null);
 
   /** Reserves the key, or answers from what is stored. Runs after authentication and validation. */
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+  const reserve = async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers[HEADER];
     if (request.method !== 'POST' || header === undefined || !request.auth) return;
     // A streamed answer (SSE) is not a record that can be replayed: such requests run as sent.
@@ -66,9 +67,10 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
     reply.header('idempotent-replayed', 'true');
     reply.code(stored.status_code).type(stored.content_type ?? 'application/json; charset=utf-8');
     return reply.send(stored.response_body);
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  /** Stores the answer under the reserved key (or frees the key when there is nothing to replay). */
+  const store = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const key = request.idempotencyKey;
     if (key === null || !request.auth) return payload;
     request.idempotencyKey = null;
@@ -93,6 +95,14 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
       onError(error);
     }
     return payload;
+  };
+
+  // Only POST routes carry the hooks: a read pays nothing for idempotency.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    route.preHandler = [...hookList(route.preHandler), reserve];
+    route.onSend = [...hookList(route.onSend), store];
   });
 }
 
