@@ -5,7 +5,7 @@
 // metadata row; it reaches SQL only through `sql.table`/`sql.id`, never from user input.
 // Isolation: the backing table has no `tenant_id` of its own: a table belongs to exactly one
 // source, and every statement reaches it only after looking the source up by tenant.
-import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Database, DataFieldDeclaration } from '../db/schema.js';
@@ -329,6 +329,22 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     return source;
   }
 
+  // The row read is the hottest statement of the API: its text is built once per table and kept
+  // (Kysely would build it on every call), which also lets the prepared statement be found fast.
+  const rowReads = new Map<string, string>();
+  function rowReadSql(tableName: string): string {
+    let text = rowReads.get(tableName);
+    if (text === undefined) {
+      text =
+        sql`select ${ROW_COLUMNS}, null::float8 as score from ${sql.table(tableName)} where external_id = ${''}`.compile(
+          db,
+        ).sql;
+      if (rowReads.size >= SOURCE_CACHE_MAX) rowReads.clear();
+      rowReads.set(tableName, text);
+    }
+    return text;
+  }
+
   /** Runs `work` on the source's backing table; a table dropped meanwhile reads as not found. */
   async function onTable<T>(
     tenantId: string,
@@ -531,10 +547,10 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
       upsertBatch(tenantId, sourceId, rows, extraTag),
 
     async getRow(tenantId: string, idOrSlug: string, externalId: string): Promise<RowRecord> {
-      return onTable(tenantId, idOrSlug, async (table) => {
+      return onTable(tenantId, idOrSlug, async (_table, source) => {
         if (CONTROL.test(externalId)) throw new NotFoundError('row', externalId);
-        const { rows } = await sql<StoredRow>`
-          select ${ROW_COLUMNS}, null::float8 as score from ${table} where external_id = ${externalId}`.execute(db);
+        const read = CompiledQuery.raw(rowReadSql(source.table_name), [externalId]) as CompiledQuery<StoredRow>;
+        const { rows } = await db.executeQuery(read);
         const row = rows[0];
         if (!row) throw new NotFoundError('row', externalId);
         return toRowRecord(row);
