@@ -252,6 +252,8 @@ describe('unexpected failures', () => {
       const logged = lines.find((line) => line.includes(error.event_id));
       expect(logged).toBeDefined();
       expect(JSON.parse(logged as string).level).toBe(50);
+      // The line is the request's: it carries the id the answer carries.
+      expect(JSON.parse(logged as string).reqId).toBe(r.headers['x-request-id']);
       expect(lines.join('')).not.toContain(k);
     } finally {
       await broken.close();

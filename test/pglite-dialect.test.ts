@@ -2,7 +2,7 @@
 // on PGlite's one session, and a chain of queries never starves HTTP requests.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers.js';
+import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 let base: string;
@@ -16,6 +16,14 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('database handle', () => {
+  it.skipIf(usingPostgres)(
+    'PGlite runs with 16 MB of shared buffers (its memory), not PostgreSQL’s 128 MB',
+    async () => {
+      const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(t.database.db);
+      expect(rows[0]?.shared_buffers).toBe('16MB');
+    },
+  );
+
   it('a long chain of queries (a background job) leaves room for HTTP requests', async () => {
     let chainDone = false;
     const chain = (async () => {

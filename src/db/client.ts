@@ -20,6 +20,10 @@ export interface DatabaseHandle {
 // int8 (counts, sums) as numbers, as PGlite returns them.
 pg.types.setTypeParser(20, (value) => Number.parseInt(value, 10));
 
+// PGlite's embedded server: 16 MB of shared buffers rather than PostgreSQL's 128 MB, which PGlite
+// touches in full at start. Pages beyond them are read from the data directory's files (or memory).
+const PGLITE_OPTIONS = { postgresqlconf: ['shared_buffers = 16MB'] };
+
 export interface DatabaseOptions {
   /** postgres:// URL; when absent, PGlite is used. */
   url?: string | undefined;
@@ -48,9 +52,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   if (options.dataDir) {
     const dir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dir, { recursive: true });
-    pglite = new PGlite(dir);
+    pglite = new PGlite(dir, PGLITE_OPTIONS);
   } else {
-    pglite = new PGlite();
+    pglite = new PGlite(PGLITE_OPTIONS);
   }
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
