@@ -3,23 +3,27 @@
 // process (compiled, as `npm start` runs it), loads it with autocannon on 127.0.0.1 only, and measures:
 //   hello       a bare Fastify hello-world (the HTTP ceiling)
 //   db-point    a bare loop of the same point query the row read makes, straight on the same
-//               database (PGlite in this process; PostgreSQL through the same driver and pool)
+//               database (PGlite in this process; PostgreSQL through the same driver and pool),
+//               sent as the driver sends it; on PostgreSQL once more as a prepared statement
+//   floor       a bare Fastify route running that query through the API's database layer
 //   row-read    authenticated GET /api/v1/custom-data-sources/{slug}/rows/{external_id}
 //   comment     authenticated POST /api/v1/tasks/{task_id}/comments
 //   mcp-call    authenticated MCP tools/call get_custom_data_source_row
-// For each: requests per second, p50/p99 latency and the server's peak RSS (VmHWM, reset
-// before each run). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000).
+// For each: requests per second, p50/p99 latency, the server's peak RSS (VmHWM, reset before
+// each run) and the CPU time each party spent per request: the server process (for db-point, this
+// benchmark's process, the database client), PostgreSQL's processes, and autocannon (this
+// process). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { PGliteDialect } from '../src/db/pglite-dialect.js';
+import { openDatabase } from '../src/db/client.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { createPointTable, pointQuery } from './point.js';
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -44,6 +48,8 @@ interface Line {
   p99: number;
   rssMb: number | null;
   errors: number;
+  /** CPU microseconds per request: server (or database client), PostgreSQL, load generator. */
+  cpu: { server: number | null; db: number | null; loadgen: number | null };
 }
 
 const rowData = (i: number) => ({
@@ -95,9 +101,62 @@ function peakRssMb(pid: number | undefined): number | null {
   }
 }
 
+const TICK_US = 1e6 / 100; // /proc reports CPU time in clock ticks of 10 ms on Linux
+
+/** User + system CPU time of a process so far, in microseconds (null off Linux). */
+function processCpuUs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time of every PostgreSQL process of this machine so far (null when PostgreSQL is not in play). */
+function postgresCpuUs(): number | null {
+  if (!process.env.DATABASE_URL) return null;
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/stat`, 'utf8').includes('(postgres)')) total += processCpuUs(Number(entry)) ?? 0;
+    } catch {
+      /* the process ended meanwhile */
+    }
+  }
+  return total;
+}
+
+/** Measures the CPU each party spends while `work` runs, per unit of work done. */
+async function measured<T extends { count: number }>(
+  pid: number | undefined,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpu: Line['cpu'] }> {
+  const server = processCpuUs(pid);
+  const db = postgresCpuUs();
+  const own = process.cpuUsage();
+  const result = await work();
+  const ownUsed = process.cpuUsage(own);
+  const per = (before: number | null, after: number | null) =>
+    before === null || after === null || result.count === 0 ? null : Math.round((after - before) / result.count);
+  return {
+    result,
+    cpu: {
+      server: per(server, processCpuUs(pid)),
+      db: per(db, postgresCpuUs()),
+      loadgen: per(0, ownUsed.user + ownUsed.system),
+    },
+  };
+}
+
 async function load(name: string, pid: number | undefined, options: Record<string, unknown>): Promise<Line> {
   resetPeak(pid);
-  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+  const { result, cpu } = await measured(pid, async () => {
+    const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
+    return Object.assign(r, { count: r.requests.total });
+  });
   return {
     name,
     rps: Math.round(result.requests.average),
@@ -105,6 +164,7 @@ async function load(name: string, pid: number | undefined, options: Record<strin
     p99: result.latency.p99,
     rssMb: peakRssMb(pid),
     errors: result.non2xx + result.errors,
+    cpu,
   };
 }
 
@@ -119,47 +179,48 @@ async function api(base: string, method: string, p: string, body: unknown, heade
   return json;
 }
 
-/** The same point query the row read makes, in a tight loop on the same kind of database. */
-async function dbCeiling(databaseUrl: string | undefined, schema: string | undefined): Promise<Line> {
-  const db = databaseUrl
-    ? new Kysely<never>({
-        dialect: new PostgresDialect({
-          pool: new pg.Pool({ connectionString: databaseUrl, max: 10, options: `-c search_path=${schema}` }),
-        }),
-      })
-    : new Kysely<never>({ dialect: new PGliteDialect(new PGlite()) });
-  await sql`create table bench_rows (id uuid primary key, external_id text unique not null, data jsonb not null,
-    tags text[] not null, searchable_text text not null, content text not null, updated_at timestamptz not null default now())`.execute(
-    db,
-  );
-  await sql`insert into bench_rows (id, external_id, data, tags, searchable_text, content)
-    select gen_random_uuid(), 'row-' || i, jsonb_build_object('sku', 'SKU-' || i, 'price', i), array['even'], 'product', 'content'
-    from generate_series(0, ${ROWS - 1}) i`.execute(db);
+/**
+ * The same point query the row read makes, in a tight loop on the same database, through the
+ * API's database layer (its pool of 10 on PostgreSQL, its PGlite dialect on files otherwise), from
+ * CONNECTIONS concurrent loops. `prepared` says whether PostgreSQL statements go named.
+ */
+async function dbCeiling(
+  databaseUrl: string | undefined,
+  schema: string | undefined,
+  dataDir: string | undefined,
+  prepared: boolean,
+): Promise<Line> {
+  const database = await openDatabase({ url: databaseUrl, schema, dataDir, preparedStatements: prepared ? 200 : 0 });
+  const db = database.db as unknown as Kysely<never>;
+  if (!prepared) await createPointTable(db, ROWS);
   const latencies: number[] = [];
   const end = Date.now() + SECONDS * 1000;
-  let done = 0;
-  const worker = async (w: number) => {
-    let i = w;
-    while (Date.now() < end) {
-      const started = performance.now();
-      await sql`select id, external_id, data, tags, searchable_text, content, updated_at from bench_rows where external_id = ${`row-${i++ % ROWS}`}`.execute(
-        db,
-      );
-      latencies.push(performance.now() - started);
-      done++;
-    }
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => worker(w)));
-  await db.destroy();
+  const { result, cpu } = await measured(process.pid, async () => {
+    let count = 0;
+    const worker = async (w: number) => {
+      let i = w;
+      while (Date.now() < end) {
+        const started = performance.now();
+        await pointQuery(db, `row-${i++ % ROWS}`);
+        latencies.push(performance.now() - started);
+        count++;
+      }
+    };
+    await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => worker(w)));
+    return { count };
+  });
+  await database.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round((latencies[Math.floor(latencies.length * q)] ?? 0) * 10) / 10;
   return {
-    name: 'db-point (ceiling)',
-    rps: Math.round(done / SECONDS),
+    name: prepared ? 'db-point, prepared' : 'db-point (ceiling)',
+    rps: Math.round(result.count / SECONDS),
     p50: at(0.5),
     p99: at(0.99),
     rssMb: null,
     errors: 0,
+    // The client side of the loop is this process: its time is the "server" column here.
+    cpu: { server: cpu.loadgen, db: cpu.db, loadgen: null },
   };
 }
 
@@ -207,7 +268,36 @@ async function main() {
     lines.push(await load('hello (Fastify ceiling)', hello.pid, { url: `http://127.0.0.1:${helloPort}/` }));
     hello.kill();
 
-    lines.push(await dbCeiling(databaseUrl, schema));
+    // The point table lives in the benchmark's schema (PostgreSQL) or a data directory of its own.
+    const pointDir = dataDir ? path.join(dataDir, 'point') : undefined;
+    lines.push(await dbCeiling(databaseUrl, schema, pointDir, false));
+    if (databaseUrl) lines.push(await dbCeiling(databaseUrl, schema, undefined, true));
+
+    // The floor: a bare Fastify route over the same query and database layer, in its own process.
+    const floorPort = await freePort();
+    const floor = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/floor.ts')], {
+      env: {
+        ...env,
+        PORT: String(floorPort),
+        ...(schema ? { BENCH_SCHEMA: schema } : {}),
+        ...(pointDir ? { DATA_DIR: pointDir } : {}),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    children.push(floor);
+    const floorBase = `http://127.0.0.1:${floorPort}`;
+    await waitHealthy(floorBase, floor);
+    let f = 0;
+    lines.push(
+      await load('floor: bare Fastify route + query', floor.pid, {
+        url: floorBase,
+        requests: [
+          { method: 'GET', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/rows/row-${f++ % ROWS}` }) },
+        ],
+      }),
+    );
+    floor.kill();
+    await new Promise((resolve) => (floor.exitCode !== null ? resolve(null) : floor.once('exit', resolve)));
 
     const port = await freePort();
     const server = spawn(process.execPath, [SERVER, 'serve'], {
@@ -302,19 +392,22 @@ async function main() {
       await client.end();
     }
   }
-  const ceiling = lines.find((l) => l.name.startsWith('db-point'))?.rps ?? 0;
+  const ceiling = lines.find((l) => l.name === 'db-point (ceiling)')?.rps ?? 0;
   const db = databaseUrl ? 'PostgreSQL' : 'PGlite';
   console.log(
     `\n${db}, ${CONNECTIONS} connections, ${SECONDS} s each, ${os.cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)}\n`,
   );
-  console.log('| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | errors |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log(
+    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | CPU µs/req: server | database | autocannon | errors |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const l of lines) {
     const ratio =
       ceiling && !l.name.startsWith('db-point') && !l.name.startsWith('hello')
         ? `${Math.round((l.rps / ceiling) * 100)} %`
         : '';
-    console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${l.errors} |`);
+    const cpu = [l.cpu.server, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
+    console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${cpu} | ${l.errors} |`);
   }
 }
 
