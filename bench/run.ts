@@ -40,6 +40,14 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 // The server runs as `npm start` runs it: compiled JavaScript (built first, below).
 const SERVER = path.resolve('dist/src/cli/main.js');
+// The Node.js flags of `npm start` (package.json), so the server is measured as it is run.
+const SERVER_FLAGS = (
+  /node ((?:--\S+ )*)dist\/src\/cli\/main\.js/.exec(
+    (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start,
+  )?.[1] ?? ''
+)
+  .split(' ')
+  .filter(Boolean);
 
 interface Line {
   name: string;
@@ -300,7 +308,7 @@ async function main() {
     await new Promise((resolve) => (floor.exitCode !== null ? resolve(null) : floor.once('exit', resolve)));
 
     const port = await freePort();
-    const server = spawn(process.execPath, [SERVER, 'serve'], {
+    const server = spawn(process.execPath, [...SERVER_FLAGS, SERVER, 'serve'], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
