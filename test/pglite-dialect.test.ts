@@ -1,7 +1,11 @@
 // The embedded database's Kysely dialect (src/db/pglite-dialect.ts): transactions never interleave
 // on PGlite's one session, and a chain of queries never starves HTTP requests.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/client.js';
 import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
@@ -16,6 +20,23 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('database handle', () => {
+  it('a new PGlite data directory is created (initdb, in a worker thread) and opened again later', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    try {
+      const first = await openDatabase({ dataDir });
+      expect(existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
+      await sql`create table kept (n int)`.execute(first.db);
+      await sql`insert into kept values (7)`.execute(first.db);
+      await first.close();
+      const again = await openDatabase({ dataDir });
+      const { rows } = await sql<{ n: number }>`select n from kept`.execute(again.db);
+      expect(rows).toEqual([{ n: 7 }]);
+      await again.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it.skipIf(usingPostgres)(
     'PGlite runs with 16 MB of shared buffers (its memory), not PostgreSQL’s 128 MB',
     async () => {
