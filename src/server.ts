@@ -136,7 +136,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
 
   await registerOpenApi(app);
-  await registerRateLimit(app, {
+  registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,
     redis,
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
