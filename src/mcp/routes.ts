@@ -12,6 +12,7 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
@@ -52,6 +53,9 @@ export function registerMcpRoutes(
 ): void {
   const { config, services } = deps;
   const tools = buildTools(deps.operations);
+  // One validator for every per-request server: the SDK would otherwise build an Ajv instance for
+  // each (a quarter of a tool call's CPU), though it validates nothing here (no elicitation).
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
   const slots = deps.redis
     ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
     : createLocalSlots(config.mcpMaxConcurrent);
@@ -91,7 +95,7 @@ export function registerMcpRoutes(
     };
     const server = new Server(
       { name: 'workspace-api', version: API_VERSION },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator },
     );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: [...tools.values()].filter((tool) => toolAllowed(tool, auth)).map((tool) => tool.definition),
