@@ -1,6 +1,5 @@
 // The serving process: config → database → migrations → first-start seed → listen; and a
 // graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the rest).
-import { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { type Db, openDatabase } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -38,8 +37,9 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
 export async function serve(config: Config): Promise<void> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
   await migrateToLatest(database.db);
+  // Loaded only when configured: a server without Redis does not hold its client.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false })
+    ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false })
     : undefined;
   redis?.on('error', () => {
     /* reported by the rate limiter's skipOnError path; ioredis reconnects by itself */

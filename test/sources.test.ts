@@ -471,8 +471,8 @@ describe('website sync', () => {
     expect(small.unreadable).toEqual(['/about']);
   });
 
-  it('extracts title, language and block text with a parser, skipping noindex pages', () => {
-    const page = extractPage(
+  it('extracts title, language and block text with a parser, skipping noindex pages', async () => {
+    const page = await extractPage(
       `<html lang="de"><head><title> Hilfe &amp; Support </title><meta name="robots" content="noindex"></head>
        <body><div>Eins</div><div>Zwei<br>Drei</div><ul><li>Vier</li><li>Fünf</li></ul></body></html>`,
       new URL('http://x.test/hilfe'),

@@ -8,9 +8,15 @@
 // HTML to text with cheerio (a parser, not regular expressions): navigation, headers, footers,
 // scripts, styles and forms are dropped, and the main content (`main`, `article`, else `body`)
 // is kept with one line per block (paragraph, heading, list item, table row).
-import * as cheerio from 'cheerio';
 import robotsParserModule from 'robots-parser';
 import { OutboundRequestError, type SafeResponse, safeRequest } from '../../lib/ssrf.js';
+
+// The HTML parser is loaded with the first crawl: a server that never crawls does not hold it.
+let cheerioModule: Promise<typeof import('cheerio')> | undefined;
+const loadCheerio = () => {
+  cheerioModule ??= import('cheerio');
+  return cheerioModule;
+};
 
 // robots-parser is CommonJS (`module.exports = function`); its types describe an ES default export.
 type Robots = {
@@ -106,18 +112,18 @@ const BLOCKS =
   'p, div, section, article, main, li, ul, ol, dl, dt, dd, h1, h2, h3, h4, h5, h6, br, tr, table, pre, blockquote, figure, figcaption, hr';
 
 /** The page's title, main text, language and links (links before anything is dropped). */
-export function extractPage(
+export async function extractPage(
   html: string,
   url: URL,
-): {
+): Promise<{
   title: string;
   content: string;
   language: string | undefined;
   links: string[];
   noindex: boolean;
   nofollow: boolean;
-} {
-  const $ = cheerio.load(html);
+}> {
+  const $ = (await loadCheerio()).load(html);
   const links = $('a[href]')
     .filter((_, el) => !/\bnofollow\b/i.test($(el).attr('rel') ?? ''))
     .map((_, el) => $(el).attr('href') ?? '')
@@ -239,7 +245,7 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     if (!/text\/html|application\/xhtml\+xml/i.test(type)) return;
     const finalUrl = response.url;
     if (finalUrl.origin !== origin) return;
-    const page = extractPage(response.body.toString('utf8'), finalUrl);
+    const page = await extractPage(response.body.toString('utf8'), finalUrl);
     if (followLinks && !page.nofollow) {
       for (const href of page.links) {
         const link = sameOrigin(href, finalUrl, origin);
@@ -299,7 +305,7 @@ async function sitemapUrls(
       return;
     }
     if (response.status !== 200) return;
-    const $ = cheerio.load(response.body.toString('utf8'), { xml: true });
+    const $ = (await loadCheerio()).load(response.body.toString('utf8'), { xml: true });
     const nested = $('sitemapindex > sitemap > loc')
       .map((_, el) => $(el).text().trim())
       .get();
