@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { PGliteDialect } from './pglite-dialect.js';
@@ -51,14 +51,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
+  // Loaded only for the embedded database: a server on PostgreSQL does not hold it.
+  const { PGlite: EmbeddedPostgres } = await import('@electric-sql/pglite');
   let pglite: PGlite;
   if (options.dataDir) {
     const dir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dir, { recursive: true });
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir);
-    pglite = new PGlite(dir, PGLITE_OPTIONS);
+    pglite = new EmbeddedPostgres(dir, PGLITE_OPTIONS);
   } else {
-    pglite = new PGlite(PGLITE_OPTIONS);
+    pglite = new EmbeddedPostgres(PGLITE_OPTIONS);
   }
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
