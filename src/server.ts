@@ -154,16 +154,26 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     };
     // A callback hook, not an async one: a key seen in the last second is judged without a promise.
     const authenticate: preParsingHookHandler = (request, _reply, payload, done) => {
+      let auth: AuthContext | Promise<AuthContext>;
       try {
-        const auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
-        if (!(auth instanceof Promise)) {
-          admit(request, auth);
-          return done(null, payload);
-        }
-        auth.then((resolved) => admit(request, resolved)).then(() => done(null, payload), done);
+        auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
+        if (!(auth instanceof Promise)) admit(request, auth);
       } catch (error) {
-        done(error as Error);
+        return done(error as Error);
       }
+      // `done` is called outside the try: what runs after it must not be answered twice.
+      if (!(auth instanceof Promise)) return done(null, payload);
+      auth.then(
+        (resolved) => {
+          try {
+            admit(request, resolved);
+          } catch (error) {
+            return done(error as Error);
+          }
+          done(null, payload);
+        },
+        (error: Error) => done(error),
+      );
     };
     route.preParsing = [authenticate, ...hookList(route.preParsing)];
   });
