@@ -6,6 +6,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Statements each PostgreSQL connection keeps prepared; 0 sends every statement unnamed. */
+  databasePreparedStatements: number;
   redisUrl: string | undefined;
   /** Prefix of every Redis key this service writes, so deployments can share one Redis. */
   redisKeyPrefix: string;
@@ -129,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: str(env, 'HOST') ?? '127.0.0.1',
     dataDir: str(env, 'DATA_DIR') ?? './data',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePreparedStatements: int(env, 'DATABASE_PREPARED_STATEMENTS', 200, 0, 10_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'workspace:',
     baseDomain,

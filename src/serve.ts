@@ -35,7 +35,11 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
 }
 
 export async function serve(config: Config): Promise<void> {
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    preparedStatements: config.databasePreparedStatements,
+  });
   await migrateToLatest(database.db);
   // Loaded only when configured: a server without Redis does not hold its client.
   const redis = config.redisUrl

@@ -5,9 +5,19 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
 
 const url = process.env.TEST_DATABASE_URL;
+
+describe('DATABASE_PREPARED_STATEMENTS', () => {
+  it('is 200 by default, 0 turns preparing off, and a bad value names the variable', () => {
+    expect(loadConfig({}).databasePreparedStatements).toBe(200);
+    expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: '0' }).databasePreparedStatements).toBe(0);
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: '-1' })).toThrow(ConfigError);
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'many' })).toThrow(/DATABASE_PREPARED_STATEMENTS/);
+  });
+});
 
 describe.skipIf(!url)('prepared statements on PostgreSQL', () => {
   const schema = `test_prep_${randomBytes(5).toString('hex')}`;
@@ -60,6 +70,19 @@ describe.skipIf(!url)('prepared statements on PostgreSQL', () => {
     expect(statements.length).toBeLessThanOrEqual(3);
     // The newest are the ones kept; the first query of the file was evicted.
     expect(statements.some((s) => s.includes('select label from items'))).toBe(false);
+  });
+
+  it('with 0 prepared statements, every statement goes unnamed (for a pooler in transaction mode)', async () => {
+    const unnamed = await openDatabase({ url, schema, poolSize: 1, preparedStatements: 0 });
+    try {
+      for (const id of [1, 2]) await sql`select label from items where id = ${id}`.execute(unnamed.db);
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements`.execute(
+        unnamed.db,
+      );
+      expect(rows[0]?.n).toBe(0);
+    } finally {
+      await unnamed.close();
+    }
   });
 
   it('prepares afresh when the table behind a statement changed shape', async () => {

@@ -94,7 +94,11 @@ async function main(argv: string[]): Promise<number> {
     const config = loadConfig();
     const { openDatabase } = await import('../db/client.js');
     const { migrateToLatest } = await import('../db/migrate.js');
-    const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir });
+    const database = await openDatabase({
+      url: config.databaseUrl,
+      dataDir: config.dataDir,
+      preparedStatements: config.databasePreparedStatements,
+    });
     try {
       const applied = await migrateToLatest(database.db);
       process.stdout.write(
