@@ -15,10 +15,11 @@ import type { CoverageDomainResult, CoverageRunStatus } from '../../db/schema.js
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
-import { InvalidParametersError, NotFoundError } from '../errors.js';
+import { NotFoundError } from '../errors.js';
 import type { EmitEvent } from '../events.js';
 import { decodeIdCursor, type List, newestFirst, type Page, toList } from '../pagination.js';
 import type { CoverageJudge } from './judge.js';
+import { requireReferential } from './referentials.js';
 
 export const COVERAGE_EVALUATION_JOB = 'coverage.evaluate';
 /** Questions judged between two progress writes. */
@@ -317,30 +318,19 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
   return {
     async startEvaluation(tenantId: string, input: { referential_id: string }): Promise<EvaluationRecord> {
       return db.transaction().execute(async (trx) => {
-        const referential = await trx
-          .selectFrom('coverage_referentials')
-          .select('id')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', input.referential_id)
-          .executeTakeFirst();
-        if (!referential) {
-          throw new InvalidParametersError(
-            'referential_id',
-            `No referential '${input.referential_id}' in this workspace.`,
-          );
-        }
+        const referentialId = await requireReferential(trx, tenantId, input.referential_id);
         const total = await trx
           .selectFrom('coverage_questions')
           .select(sql<number>`count(*)::int`.as('n'))
           .where('tenant_id', '=', tenantId)
-          .where('referential_id', '=', referential.id)
+          .where('referential_id', '=', referentialId)
           .executeTakeFirstOrThrow();
         const row = (await trx
           .insertInto('coverage_evaluations')
           .values({
             id: newId(),
             tenant_id: tenantId,
-            referential_id: referential.id,
+            referential_id: referentialId,
             method: judge ? 'llm_judge' : 'rank_threshold',
             threshold: deps.threshold,
             total_questions: Number(total.n),

@@ -15,7 +15,8 @@ import type { CoverageRunStatus } from '../../db/schema.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
-import { ConflictError, InvalidParametersError } from '../errors.js';
+import { ConflictError } from '../errors.js';
+import { requireReferential } from './referentials.js';
 import { closestDomain, contentWords, extractQuestions, isNearDuplicate } from './text.js';
 
 export const COVERAGE_EXTRACTION_JOB = 'coverage.extract';
@@ -299,18 +300,7 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
     async startExtraction(tenantId: string, input: { referential_id: string }): Promise<ExtractionRecord> {
       try {
         return await db.transaction().execute(async (trx) => {
-          const referential = await trx
-            .selectFrom('coverage_referentials')
-            .select('id')
-            .where('tenant_id', '=', tenantId)
-            .where('id', '=', input.referential_id)
-            .executeTakeFirst();
-          if (!referential) {
-            throw new InvalidParametersError(
-              'referential_id',
-              `No referential '${input.referential_id}' in this workspace.`,
-            );
-          }
+          const referentialId = await requireReferential(trx, tenantId, input.referential_id);
           const cutoff = await sql<{ now: Date }>`select now() as now`.execute(trx);
           const cutoffAt = cutoff.rows[0]?.now ?? new Date();
           const total = await trx
@@ -324,7 +314,7 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
             .values({
               id: newId(),
               tenant_id: tenantId,
-              referential_id: referential.id,
+              referential_id: referentialId,
               total_conversations: Number(total.n),
               cutoff_at: cutoffAt,
             })

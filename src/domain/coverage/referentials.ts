@@ -2,9 +2,10 @@
 // domain. Questions are added in batches of at most 100; a domain is renamed across every
 // question of its referential in one transaction (spec, behaviour rule 6), and renaming onto a
 // domain that already exists merges the two.
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
+import type { Database } from '../../db/schema.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, checkBulkItems, InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';
@@ -115,6 +116,18 @@ const QUESTION_COLUMNS = [
   'conversation_id',
   'created_at',
 ] as const;
+
+/** A run's referential, named in its body: one of this tenant's (its id), else 422 on `referential_id`. */
+export async function requireReferential(executor: Kysely<Database>, tenantId: string, id: string): Promise<string> {
+  const referential = await executor
+    .selectFrom('coverage_referentials')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!referential) throw new InvalidParametersError('referential_id', `No referential '${id}' in this workspace.`);
+  return referential.id;
+}
 
 export function createReferentialService({ db }: { db: Db }) {
   function selectReferentials(tenantId: string) {
