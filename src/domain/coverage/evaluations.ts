@@ -318,7 +318,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
   return {
     async startEvaluation(tenantId: string, input: { referential_id: string }): Promise<EvaluationRecord> {
       return db.transaction().execute(async (trx) => {
-        const referentialId = await requireReferential(trx, tenantId, input.referential_id);
+        const referentialId = await requireReferential(trx, tenantId, input.referential_id, { from: 'body' });
         const total = await trx
           .selectFrom('coverage_questions')
           .select(sql<number>`count(*)::int`.as('n'))

@@ -300,7 +300,7 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
     async startExtraction(tenantId: string, input: { referential_id: string }): Promise<ExtractionRecord> {
       try {
         return await db.transaction().execute(async (trx) => {
-          const referentialId = await requireReferential(trx, tenantId, input.referential_id);
+          const referentialId = await requireReferential(trx, tenantId, input.referential_id, { from: 'body' });
           const cutoff = await sql<{ now: Date }>`select now() as now`.execute(trx);
           const cutoffAt = cutoff.rows[0]?.now ?? new Date();
           const total = await trx

@@ -117,16 +117,26 @@ const QUESTION_COLUMNS = [
   'created_at',
 ] as const;
 
-/** A run's referential, named in its body: one of this tenant's (its id), else 422 on `referential_id`. */
-export async function requireReferential(executor: Kysely<Database>, tenantId: string, id: string): Promise<string> {
-  const referential = await executor
+/**
+ * The id of this tenant's referential `id`, else 404 for an id in the path or 422 on
+ * `referential_id` for one named in a body. `lock` holds its row until the transaction ends.
+ */
+export async function requireReferential(
+  executor: Kysely<Database>,
+  tenantId: string,
+  id: string,
+  { from = 'path', lock = false }: { from?: 'path' | 'body'; lock?: boolean } = {},
+): Promise<string> {
+  let query = executor
     .selectFrom('coverage_referentials')
     .select('id')
     .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .executeTakeFirst();
-  if (!referential) throw new InvalidParametersError('referential_id', `No referential '${id}' in this workspace.`);
-  return referential.id;
+    .where('id', '=', id);
+  if (lock) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (row) return row.id;
+  if (from === 'body') throw new InvalidParametersError('referential_id', `No referential '${id}' in this workspace.`);
+  throw new NotFoundError('referential', id);
 }
 
 export function createReferentialService({ db }: { db: Db }) {
@@ -149,18 +159,6 @@ export function createReferentialService({ db }: { db: Db }) {
           .as('domain_count'),
       ])
       .where('r.tenant_id', '=', tenantId);
-  }
-
-  /** The referential's id, or 404 (path ids). */
-  async function requireReferential(tenantId: string, id: string): Promise<string> {
-    const row = await db
-      .selectFrom('coverage_referentials')
-      .select('id')
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (!row) throw new NotFoundError('referential', id);
-    return row.id;
   }
 
   async function domainCounts(tenantId: string, referentialId: string): Promise<DomainCount[]> {
@@ -238,14 +236,7 @@ export function createReferentialService({ db }: { db: Db }) {
         domain: cleanDomain(q.domain, `questions[${i}].domain`),
       }));
       return db.transaction().execute(async (trx) => {
-        const referential = await trx
-          .selectFrom('coverage_referentials')
-          .select('id')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', referentialId)
-          .forUpdate()
-          .executeTakeFirst();
-        if (!referential) throw new NotFoundError('referential', referentialId);
+        await requireReferential(trx, tenantId, referentialId, { lock: true });
         const rows = await trx.insertInto('coverage_questions').values(values).returning(QUESTION_COLUMNS).execute();
         await trx
           .updateTable('coverage_referentials')
@@ -264,7 +255,7 @@ export function createReferentialService({ db }: { db: Db }) {
       referentialId: string,
       page: Page & { domain?: string | undefined },
     ): Promise<QuestionList> {
-      await requireReferential(tenantId, referentialId);
+      await requireReferential(db, tenantId, referentialId);
       let query = db
         .selectFrom('coverage_questions')
         .select(QUESTION_COLUMNS)
@@ -290,14 +281,7 @@ export function createReferentialService({ db }: { db: Db }) {
       const newDomain = cleanDomain(input.new_domain, 'new_domain');
       if (oldDomain === newDomain) throw new ValidationError('new_domain', 'new_domain must differ from old_domain.');
       return db.transaction().execute(async (trx) => {
-        const referential = await trx
-          .selectFrom('coverage_referentials')
-          .select('id')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', referentialId)
-          .forUpdate()
-          .executeTakeFirst();
-        if (!referential) throw new NotFoundError('referential', referentialId);
+        await requireReferential(trx, tenantId, referentialId, { lock: true });
         const target = await trx
           .selectFrom('coverage_questions')
           .select('id')
