@@ -196,22 +196,13 @@ export function createDatasetStore({ db }: { db: Db }) {
       .where('c.tenant_id', '=', tenantId);
   }
 
-  async function agentExists(tenantId: string, agentId: string): Promise<boolean> {
+  /** Whether this tenant has the agent or persona `id` (a body's reference, checked before use). */
+  async function exists(table: 'agents' | 'simulation_personas', tenantId: string, id: string): Promise<boolean> {
     const row = await db
-      .selectFrom('agents')
+      .selectFrom(table)
       .select('id')
       .where('tenant_id', '=', tenantId)
-      .where('id', '=', agentId)
-      .executeTakeFirst();
-    return row !== undefined;
-  }
-
-  async function personaExists(tenantId: string, personaId: string): Promise<boolean> {
-    const row = await db
-      .selectFrom('simulation_personas')
-      .select('id')
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', personaId)
+      .where('id', '=', id)
       .executeTakeFirst();
     return row !== undefined;
   }
@@ -266,10 +257,10 @@ export function createDatasetStore({ db }: { db: Db }) {
       case 'no_answer':
         break;
     }
-    if (!blank(input.expected_agent_id) && !(await agentExists(tenantId, input.expected_agent_id as string))) {
+    if (!blank(input.expected_agent_id) && !(await exists('agents', tenantId, input.expected_agent_id as string))) {
       throw new InvalidParametersError('expected_agent_id', `No agent '${input.expected_agent_id}' in this workspace.`);
     }
-    if (!blank(input.persona_id) && !(await personaExists(tenantId, input.persona_id as string))) {
+    if (!blank(input.persona_id) && !(await exists('simulation_personas', tenantId, input.persona_id as string))) {
       throw new InvalidParametersError('persona_id', `No simulation persona '${input.persona_id}' in this workspace.`);
     }
     checkOverrides('tool_call_overrides', input.tool_call_overrides ?? {});
@@ -316,10 +307,13 @@ export function createDatasetStore({ db }: { db: Db }) {
 
     async createDataset(tenantId: string, input: NewDataset): Promise<DatasetRecord> {
       if (input.name.trim() === '') throw new ValidationError('name', 'name must not be blank.');
-      if (input.agent_id !== undefined && !(await agentExists(tenantId, input.agent_id))) {
+      if (input.agent_id !== undefined && !(await exists('agents', tenantId, input.agent_id))) {
         throw new InvalidParametersError('agent_id', `No agent '${input.agent_id}' in this workspace.`);
       }
-      if (input.default_persona_id !== undefined && !(await personaExists(tenantId, input.default_persona_id))) {
+      if (
+        input.default_persona_id !== undefined &&
+        !(await exists('simulation_personas', tenantId, input.default_persona_id))
+      ) {
         throw new InvalidParametersError(
           'default_persona_id',
           `No simulation persona '${input.default_persona_id}' in this workspace.`,
