@@ -588,7 +588,12 @@ describe('the LLM judge', () => {
         const system = body.messages[0]?.content ?? '';
         const last = body.messages[body.messages.length - 1]?.content ?? '';
         let content: string;
-        if (system.startsWith('You grade')) {
+        if (system.startsWith('You grade') && last.includes('judge is down')) {
+          res.writeHead(503).end();
+          return;
+        }
+        if (system.startsWith('You grade') && last.includes('judge rambles')) content = 'I would say it passes.';
+        else if (system.startsWith('You grade')) {
           judged.push({ model: body.model, authorization: req.headers.authorization, prompt: last });
           const actual = last.split('ACTUAL:\n')[1] ?? '';
           const pass = last.includes('expected to decline') ? /do not know/i.test(actual) : /two weeks/i.test(actual);
@@ -647,5 +652,35 @@ describe('the LLM judge', () => {
     expect(judged.every((j) => j.model === 'judge-model' && j.authorization === 'Bearer sk-test')).toBe(true);
     // Cases play concurrently, so the judge's requests arrive in any order: find the answer case's.
     expect(judged.some((j) => j.prompt.includes('EXPECTED:\nRefunds take 14 days.'))).toBe(true);
+  });
+
+  it('a judge that cannot be reached or answers without a verdict fails the case with the reason, never passes it', async () => {
+    const { key } = await llm.tenant();
+    const ds = await newDataset(key, undefined, llm);
+    await addCase(
+      key,
+      ds,
+      { question: 'Refunds? (the judge is down)', expected_type: 'answer', expected_answer: 'About two weeks.' },
+      llm,
+    );
+    await addCase(
+      key,
+      ds,
+      { question: 'Refunds? (the judge rambles)', expected_type: 'answer', expected_answer: 'About two weeks.' },
+      llm,
+    );
+    const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key, body: {} });
+    await llm.jobs.runUntilIdle();
+    const done = await llm.call({ url: `/api/v1/simulation/runs/${run.body.id}`, key });
+    expect(done.body).toMatchObject({ status: 'completed', passed_tests: 0, failed_tests: 2 });
+    const [down, rambles] = await allResults(llm, key, run.body.id);
+    expect(down).toMatchObject({
+      passed: false,
+      evaluation: { method: 'llm_judge', error: 'The LLM judge answered HTTP 503.' },
+    });
+    expect(rambles).toMatchObject({
+      passed: false,
+      evaluation: { method: 'llm_judge', error: 'The LLM judge did not answer with a JSON verdict.' },
+    });
   });
 });

@@ -1,23 +1,10 @@
-// The LLM judge of simulation answers: one non-streamed `POST {LLM_BASE_URL}/chat/completions`
-// to the same OpenAI-compatible server the agent uses, asking for a JSON verdict
+// The LLM judge of simulation answers: one question to the model (src/lib/judge-model.ts), the
+// same OpenAI-compatible server the agent uses, asking for a JSON verdict
 // `{"pass": boolean, "score": number 0..1, "rationale": string}`. The rationale is recorded with
 // the result. A judge that cannot be reached or answers nonsense fails the case with that reason
 // (JudgeError), it never passes one.
+import { askJudgeModel, JudgeError, type JudgeModelOptions } from '../../lib/judge-model.js';
 import type { Judge, JudgeVerdict } from './evaluation.js';
-
-export interface JudgeOptions {
-  baseUrl: string;
-  apiKey?: string | undefined;
-  model: string;
-  timeoutMs: number;
-}
-
-export class JudgeError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'JudgeError';
-  }
-}
 
 const SYSTEM =
   'You grade the answers of a customer support agent in automated tests. ' +
@@ -43,46 +30,8 @@ function parseVerdict(text: string, model: string): JudgeVerdict {
   return { passed: pass, score, rationale, model };
 }
 
-export function createLlmJudge(options: JudgeOptions): Judge {
-  const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-
-  async function ask(prompt: string): Promise<JudgeVerdict> {
-    let response: Response;
-    try {
-      response = await fetch(endpoint, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-        },
-        body: JSON.stringify({
-          model: options.model,
-          stream: false,
-          temperature: 0,
-          messages: [
-            { role: 'system', content: SYSTEM },
-            { role: 'user', content: prompt },
-          ],
-        }),
-        signal: AbortSignal.timeout(options.timeoutMs),
-      });
-    } catch (error) {
-      const timedOut = error instanceof Error && error.name === 'TimeoutError';
-      throw new JudgeError(
-        timedOut
-          ? `The LLM judge did not answer within ${options.timeoutMs} ms.`
-          : 'The LLM judge could not be reached.',
-      );
-    }
-    if (!response.ok) throw new JudgeError(`The LLM judge answered ${response.status}.`);
-    const body = (await response.json().catch(() => null)) as {
-      choices?: { message?: { content?: string | null } }[];
-    } | null;
-    const content = body?.choices?.[0]?.message?.content;
-    if (typeof content !== 'string') throw new JudgeError('The LLM judge answered without a message.');
-    return parseVerdict(content, options.model);
-  }
+export function createLlmJudge(options: JudgeModelOptions): Judge {
+  const ask = async (prompt: string) => parseVerdict(await askJudgeModel(options, SYSTEM, prompt), options.model);
 
   return {
     compareAnswer(question, expected, actual) {

@@ -21,6 +21,7 @@ import type { AgentEngine } from '../../agent/engine.js';
 import type { Db } from '../../db/client.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
+import { JudgeError } from '../../lib/judge-model.js';
 import { iso } from '../../lib/time.js';
 import type { AgentService } from '../agents.js';
 import { ConflictError, DomainError, InvalidParametersError, NotFoundError } from '../errors.js';
@@ -28,7 +29,6 @@ import type { EmitEvent } from '../events.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import { type DatasetStore, type TestCaseRow, toTestCaseRecord } from './datasets.js';
 import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluation.js';
-import { JudgeError } from './judge.js';
 import { inPositionOrder, type ResultRecord, type RunRecord, type TestCaseRecord, toPositionList } from './records.js';
 
 export const SIMULATION_RUN_JOB = 'simulation.run';
