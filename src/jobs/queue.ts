@@ -15,8 +15,9 @@
 //   is `failed` with `last_error`.
 // - No transaction is ever held open around a handler (on PGlite a transaction holds the whole
 //   database): claiming and finishing are single statements.
-import { sql } from 'kysely';
+import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../db/client.js';
+import type { Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 
 export interface Job {
@@ -175,13 +176,11 @@ export function createJobQueue(options: JobQueueOptions) {
     };
   }
 
-  async function heartbeat(claimed: Claim): Promise<boolean> {
+  /** Writes to a claimed job only while this worker still holds its lease; false when it does not. */
+  async function updateHeld(claimed: Claim, changes: UpdateObject<Database, 'jobs'>): Promise<boolean> {
     const result = await db
       .updateTable('jobs')
-      .set({
-        locked_until: sql`now() + ${`${cfg.leaseMs} milliseconds`}::interval`,
-        updated_at: sql`now()`,
-      })
+      .set({ ...changes, updated_at: sql`now()` })
       .where('id', '=', claimed.job.id)
       .where('lock_token', '=', claimed.token)
       .where('status', '=', 'running')
@@ -189,52 +188,31 @@ export function createJobQueue(options: JobQueueOptions) {
     return Number(result.numUpdatedRows) === 1;
   }
 
+  function heartbeat(claimed: Claim): Promise<boolean> {
+    return updateHeld(claimed, { locked_until: sql`now() + ${`${cfg.leaseMs} milliseconds`}::interval` });
+  }
+
   /** Records success; false when the lease had passed to another worker (nothing is written). */
-  async function complete(claimed: Claim): Promise<boolean> {
-    const result = await db
-      .updateTable('jobs')
-      .set({
-        status: 'succeeded',
-        locked_until: null,
-        last_error: null,
-        finished_at: sql`now()`,
-        updated_at: sql`now()`,
-      })
-      .where('id', '=', claimed.job.id)
-      .where('lock_token', '=', claimed.token)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  function complete(claimed: Claim): Promise<boolean> {
+    return updateHeld(claimed, { status: 'succeeded', locked_until: null, last_error: null, finished_at: sql`now()` });
   }
 
   async function fail(claimed: Claim, error: unknown): Promise<'retry' | 'failed' | 'lost'> {
     const message = describe(error);
     const final = claimed.job.attempts >= claimed.job.maxAttempts;
-    const result = await db
-      .updateTable('jobs')
-      .set(
-        final
-          ? {
-              status: 'failed',
-              locked_until: null,
-              last_error: message,
-              finished_at: sql`now()`,
-              updated_at: sql`now()`,
-            }
-          : {
-              status: 'queued',
-              locked_until: null,
-              lock_token: null,
-              last_error: message,
-              run_at: sql`now() + ${`${backoff(claimed.job.attempts)} milliseconds`}::interval`,
-              updated_at: sql`now()`,
-            },
-      )
-      .where('id', '=', claimed.job.id)
-      .where('lock_token', '=', claimed.token)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) !== 1) return 'lost';
+    const held = await updateHeld(
+      claimed,
+      final
+        ? { status: 'failed', locked_until: null, last_error: message, finished_at: sql`now()` }
+        : {
+            status: 'queued',
+            locked_until: null,
+            lock_token: null,
+            last_error: message,
+            run_at: sql`now() + ${`${backoff(claimed.job.attempts)} milliseconds`}::interval`,
+          },
+    );
+    if (!held) return 'lost';
     return final ? 'failed' : 'retry';
   }
 
