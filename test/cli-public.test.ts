@@ -7,8 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.js';
+import { BIN, runCli } from './support/process.js';
 
-const BIN = path.resolve('bin/workspace.js');
 const folders: string[] = [];
 let t: TestApp;
 let base = '';
@@ -22,22 +22,7 @@ afterAll(async () => {
   await t.close();
 });
 
-function run(args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, WORKSPACE_URL: base, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (args: string[], env: Record<string, string> = {}) => runCli(args, { WORKSPACE_URL: base, ...env });
 
 function folder(files: Record<string, string | Buffer>): string {
   const root = mkdtempSync(path.join(os.tmpdir(), 'ws-commit-'));

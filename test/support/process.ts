@@ -1,12 +1,13 @@
-// Running the real server as a child process (`workspace serve`), as operators do: for crash,
-// restart and multi-instance tests.
+// Running the real `workspace` command as a child process, as operators do: the server
+// (`workspace serve`) for crash, restart and multi-instance tests, and the CLI's commands.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 
-const BIN = path.resolve('bin/workspace.js');
+/** The `workspace` command, run through `tsx` from the sources. */
+export const BIN = path.resolve('bin/workspace.js');
 export const PROCESS_ADMIN_TOKEN = 'process-admin-token-0123456789';
 
 export async function freePort(): Promise<number> {
@@ -17,6 +18,28 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
     server.on('error', reject);
+  });
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `workspace <args>` to its end, with `env` over this process's environment. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr?.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
