@@ -1,7 +1,6 @@
-// A Kysely dialect for PGlite, written here because the published one pins PGlite < 0.5.
-// PGlite is one in-process session: two transactions must never interleave on it, so every
-// connection acquisition takes a mutex, and a transaction holds it until commit or rollback.
-import type { PGlite } from '@electric-sql/pglite';
+// A Kysely dialect for PGlite, written here because the published one pins PGlite < 0.5. PGlite
+// runs in a thread of its own (pglite-thread.ts), which keeps transactions apart: a connection's
+// statements carry its transaction's number from `begin` to `commit` or `rollback`.
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -13,32 +12,41 @@ import {
   PostgresQueryCompiler,
   type QueryResult,
 } from 'kysely';
-
-class Mutex {
-  #tail: Promise<void> = Promise.resolve();
-
-  lock(): Promise<() => void> {
-    let release!: () => void;
-    const next = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const acquired = this.#tail.then(() => release);
-    this.#tail = this.#tail.then(() => next);
-    return acquired;
-  }
-}
+import type { PGliteThread, Statement } from './pglite-thread.js';
 
 class PGliteConnection implements DatabaseConnection {
-  constructor(
-    private readonly pg: PGlite,
-    readonly release: () => void,
-  ) {}
+  /** The open transaction's number; 0 outside a transaction. */
+  session = 0;
+
+  constructor(private readonly pg: PGliteThread) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pg.query<R>(query.sql, query.parameters as unknown[], { rowMode: 'object' });
+    return this.#run({ sql: query.sql, params: query.parameters, session: this.session });
+  }
+
+  async begin(): Promise<void> {
+    const session = this.pg.newSession();
+    await this.#run({ sql: 'begin', params: [], session, opens: true });
+    this.session = session;
+  }
+
+  async end(sql: 'commit' | 'rollback'): Promise<void> {
+    const session = this.session;
+    this.session = 0;
+    await this.#run({ sql, params: [], session, closes: true });
+  }
+
+  /** Gives back the session if a transaction was left open (Kysely always ends its own). */
+  release(): void {
+    if (this.session !== 0) this.pg.release(this.session);
+    this.session = 0;
+  }
+
+  async #run<R>(statement: Statement): Promise<QueryResult<R>> {
+    const result = await this.pg.query(statement);
     const affected = result.affectedRows;
     return {
-      rows: result.rows,
+      rows: result.rows as R[],
       ...(affected !== undefined && affected > 0 ? { numAffectedRows: BigInt(affected) } : {}),
     };
   }
@@ -50,32 +58,24 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 class PGliteDriver implements Driver {
-  readonly #mutex = new Mutex();
-  constructor(private readonly pg: PGlite) {}
+  constructor(private readonly pg: PGliteThread) {}
 
-  async init(): Promise<void> {
-    await this.pg.waitReady;
-  }
+  async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    // PGlite answers without ever leaving the microtask queue, so a job chaining queries would
-    // starve the event loop (no HTTP request served until it ends): each acquisition first lets
-    // pending I/O run.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const release = await this.#mutex.lock();
-    return new PGliteConnection(this.pg, release);
+    return new PGliteConnection(this.pg);
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    await (connection as PGliteConnection).begin();
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+    await (connection as PGliteConnection).end('commit');
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    await (connection as PGliteConnection).end('rollback');
   }
 
   async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
@@ -95,7 +95,7 @@ class PGliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    if (!this.pg.closed) await this.pg.close();
+    await this.pg.close();
   }
 }
 
@@ -105,7 +105,7 @@ function quoteIdent(name: string): string {
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pg: PGlite) {}
+  constructor(private readonly pg: PGliteThread) {}
   createAdapter() {
     return new PostgresAdapter();
   }
