@@ -1,7 +1,7 @@
 // The point query of the benchmark of record, on its own table: what the row read asks the
 // database (one row by `external_id`, the columns a custom data source row has), without the API.
 // The ceiling loop (run.ts) and the bare Fastify route (floor.ts) both use it.
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 
 export async function createPointTable(db: Kysely<never>, rows: number): Promise<void> {
   await sql`drop table if exists bench_rows`.execute(db);
@@ -14,8 +14,11 @@ export async function createPointTable(db: Kysely<never>, rows: number): Promise
     from generate_series(0, ${rows - 1}) i`.execute(db);
 }
 
+/** The point query's text, as the ceiling loops and the floor send it. */
+export const POINT_SQL = `select id, external_id, data, tags, searchable_text, content, updated_at,
+  null::float8 as score from bench_rows where external_id = $1`;
+
 export async function pointQuery(db: Kysely<never>, externalId: string): Promise<unknown> {
-  const { rows } = await sql`select id, external_id, data, tags, searchable_text, content, updated_at,
-    null::float8 as score from bench_rows where external_id = ${externalId}`.execute(db);
+  const { rows } = await db.executeQuery(CompiledQuery.raw(POINT_SQL, [externalId]));
   return rows[0];
 }

@@ -12,7 +12,8 @@
 // For each: requests per second, p50/p99 latency, the server's peak RSS (VmHWM, reset before
 // each run) and the CPU time each party spent per request: the server process (for db-point, this
 // benchmark's process, the database client), PostgreSQL's processes, and autocannon (this
-// process). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000).
+// process). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
+// comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,9 +22,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { openDatabase } from '../src/db/client.js';
+import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
-import { createPointTable, pointQuery } from './point.js';
+import { createPointTable, POINT_SQL, pointQuery } from './point.js';
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -37,6 +38,8 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
+const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
+const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 // The server runs as `npm start` runs it: compiled JavaScript (built first, below).
 const SERVER = path.resolve('dist/src/cli/main.js');
@@ -176,6 +179,15 @@ async function load(name: string, pid: number | undefined, options: Record<strin
   };
 }
 
+/**
+ * One request per seeded row, built before the run: autocannon sends each connection through
+ * them in turn from prepared buffers. (A `setupRequest` callback would rebuild every request in
+ * the load generator, whose CPU time is taken from the same two cores as the server's.)
+ */
+function eachRow(request: (i: number) => Record<string, unknown>): Record<string, unknown>[] {
+  return Array.from({ length: ROWS }, (_, i) => request(i));
+}
+
 async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
   const r = await fetch(`${base}${p}`, {
     method,
@@ -188,19 +200,11 @@ async function api(base: string, method: string, p: string, body: unknown, heade
 }
 
 /**
- * The same point query the row read makes, in a tight loop on the same database, through the
- * API's database layer (its pool of 10 on PostgreSQL, its PGlite dialect on files otherwise), from
- * CONNECTIONS concurrent loops. `prepared` says whether PostgreSQL statements go named.
+ * The same point query the row read makes, in a tight loop from CONNECTIONS concurrent loops, on
+ * the database `query` reaches: for the ceiling, straight on it (PGlite in this thread; PostgreSQL
+ * through the API's driver and pool of 10), and once more as the API reaches it.
  */
-async function dbCeiling(
-  databaseUrl: string | undefined,
-  schema: string | undefined,
-  dataDir: string | undefined,
-  prepared: boolean,
-): Promise<Line> {
-  const database = await openDatabase({ url: databaseUrl, schema, dataDir, preparedStatements: prepared ? 200 : 0 });
-  const db = database.db as unknown as Kysely<never>;
-  if (!prepared) await createPointTable(db, ROWS);
+async function dbCeiling(name: string, query: (externalId: string) => Promise<unknown>): Promise<Line> {
   const latencies: number[] = [];
   const end = Date.now() + SECONDS * 1000;
   const { result, cpu } = await measured(process.pid, async () => {
@@ -209,7 +213,7 @@ async function dbCeiling(
       let i = w;
       while (Date.now() < end) {
         const started = performance.now();
-        await pointQuery(db, `row-${i++ % ROWS}`);
+        await query(`row-${i++ % ROWS}`);
         latencies.push(performance.now() - started);
         count++;
       }
@@ -217,11 +221,10 @@ async function dbCeiling(
     await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => worker(w)));
     return { count };
   });
-  await database.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round((latencies[Math.floor(latencies.length * q)] ?? 0) * 10) / 10;
   return {
-    name: prepared ? 'db-point, prepared' : 'db-point (ceiling)',
+    name,
     rps: Math.round(result.count / SECONDS),
     p50: at(0.5),
     p99: at(0.99),
@@ -230,6 +233,41 @@ async function dbCeiling(
     // The client side of the loop is this process: its time is the "server" column here.
     cpu: { server: cpu.loadgen, db: cpu.db, loadgen: null },
   };
+}
+
+/** The ceilings: the point table made, then the loops. */
+async function dbCeilings(
+  databaseUrl: string | undefined,
+  schema: string | undefined,
+  pointDir: string | undefined,
+): Promise<Line[]> {
+  const lines: Line[] = [];
+  if (databaseUrl) {
+    // The driver as it sends a query (unnamed statements), then as the API sends it (prepared).
+    for (const prepared of [0, 200]) {
+      const database = await openDatabase({ url: databaseUrl, schema, preparedStatements: prepared });
+      const db = database.db as unknown as Kysely<never>;
+      if (!prepared) await createPointTable(db, ROWS);
+      lines.push(await dbCeiling(prepared ? 'db-point, prepared' : 'db-point (ceiling)', (id) => pointQuery(db, id)));
+      await database.close();
+    }
+    return lines;
+  }
+  // PGlite: straight on the database in this thread, then through the API's database thread.
+  const database = await openDatabase({ dataDir: pointDir });
+  const db = database.db as unknown as Kysely<never>;
+  await createPointTable(db, ROWS);
+  await database.close();
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
+  await pglite.waitReady;
+  lines.push(await dbCeiling('db-point (ceiling)', (id) => pglite.query(POINT_SQL, [id])));
+  await pglite.close();
+  const threaded = await openDatabase({ dataDir: pointDir });
+  const tdb = threaded.db as unknown as Kysely<never>;
+  lines.push(await dbCeiling("db-point, the API's database thread", (id) => pointQuery(tdb, id)));
+  await threaded.close();
+  return lines;
 }
 
 async function main() {
@@ -261,51 +299,51 @@ async function main() {
   const lines: Line[] = [];
   const children: ChildProcess[] = [];
   try {
-    // The HTTP ceiling: a bare Fastify hello-world in its own process.
-    const helloPort = await freePort();
-    const hello = spawn(
-      process.execPath,
-      [
-        '-e',
-        `require('fastify')().get('/', async () => ({ hello: 'world' })).listen({ port: ${helloPort}, host: '127.0.0.1' })`,
-      ],
-      { stdio: 'ignore' },
-    );
-    children.push(hello);
-    await waitHealthyPlain(`http://127.0.0.1:${helloPort}/`);
-    lines.push(await load('hello (Fastify ceiling)', hello.pid, { url: `http://127.0.0.1:${helloPort}/` }));
-    hello.kill();
+    if (wanted('hello')) {
+      // The HTTP ceiling: a bare Fastify hello-world in its own process.
+      const helloPort = await freePort();
+      const hello = spawn(
+        process.execPath,
+        [
+          '-e',
+          `require('fastify')().get('/', async () => ({ hello: 'world' })).listen({ port: ${helloPort}, host: '127.0.0.1' })`,
+        ],
+        { stdio: 'ignore' },
+      );
+      children.push(hello);
+      await waitHealthyPlain(`http://127.0.0.1:${helloPort}/`);
+      lines.push(await load('hello (Fastify ceiling)', hello.pid, { url: `http://127.0.0.1:${helloPort}/` }));
+      hello.kill();
+    }
 
     // The point table lives in the benchmark's schema (PostgreSQL) or a data directory of its own.
     const pointDir = dataDir ? path.join(dataDir, 'point') : undefined;
-    lines.push(await dbCeiling(databaseUrl, schema, pointDir, false));
-    if (databaseUrl) lines.push(await dbCeiling(databaseUrl, schema, undefined, true));
+    lines.push(...(await dbCeilings(databaseUrl, schema, pointDir)));
 
-    // The floor: a bare Fastify route over the same query and database layer, in its own process.
-    const floorPort = await freePort();
-    const floor = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/floor.ts')], {
-      env: {
-        ...env,
-        PORT: String(floorPort),
-        ...(schema ? { BENCH_SCHEMA: schema } : {}),
-        ...(pointDir ? { DATA_DIR: pointDir } : {}),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    children.push(floor);
-    const floorBase = `http://127.0.0.1:${floorPort}`;
-    await waitHealthy(floorBase, floor);
-    let f = 0;
-    lines.push(
-      await load('floor: bare Fastify route + query', floor.pid, {
-        url: floorBase,
-        requests: [
-          { method: 'GET', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/rows/row-${f++ % ROWS}` }) },
-        ],
-      }),
-    );
-    floor.kill();
-    await new Promise((resolve) => (floor.exitCode !== null ? resolve(null) : floor.once('exit', resolve)));
+    if (wanted('floor')) {
+      // The floor: a bare Fastify route over the same query and database layer, in its own process.
+      const floorPort = await freePort();
+      const floor = spawn(process.execPath, ['--import', 'tsx', path.resolve('bench/floor.ts')], {
+        env: {
+          ...env,
+          PORT: String(floorPort),
+          ...(schema ? { BENCH_SCHEMA: schema } : {}),
+          ...(pointDir ? { DATA_DIR: pointDir } : {}),
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      children.push(floor);
+      const floorBase = `http://127.0.0.1:${floorPort}`;
+      await waitHealthy(floorBase, floor);
+      lines.push(
+        await load('floor: bare Fastify route + query', floor.pid, {
+          url: floorBase,
+          requests: eachRow((i) => ({ method: 'GET', path: `/rows/row-${i}` })),
+        }),
+      );
+      floor.kill();
+      await new Promise((resolve) => (floor.exitCode !== null ? resolve(null) : floor.once('exit', resolve)));
+    }
 
     const port = await freePort();
     const server = spawn(process.execPath, [...SERVER_FLAGS, SERVER, 'serve'], {
@@ -331,40 +369,38 @@ async function main() {
     }
     const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
 
-    let n = 0;
-    lines.push(
-      await load('row-read', server.pid, {
-        url: base,
-        requests: [
-          {
+    if (wanted('row-read')) {
+      lines.push(
+        await load('row-read', server.pid, {
+          url: base,
+          requests: eachRow((i) => ({
             method: 'GET',
+            path: `/api/v1/custom-data-sources/orders/rows/row-${i}`,
             headers: auth,
-            setupRequest: (request: Record<string, unknown>) => ({
-              ...request,
-              path: `/api/v1/custom-data-sources/orders/rows/row-${n++ % ROWS}`,
-            }),
-          },
-        ],
-      }),
-    );
-    lines.push(
-      await load('comment-write', server.pid, {
-        url: base,
-        requests: [
-          {
-            method: 'POST',
-            path: `/api/v1/tasks/${task}/comments`,
-            headers: { ...auth, 'content-type': 'application/json' },
-            body: JSON.stringify({ content: 'A comment written by the benchmark.' }),
-          },
-        ],
-      }),
-    );
-    lines.push(
-      await load('mcp-call', server.pid, {
-        url: base,
-        requests: [
-          {
+          })),
+        }),
+      );
+    }
+    if (wanted('comment-write')) {
+      lines.push(
+        await load('comment-write', server.pid, {
+          url: base,
+          requests: [
+            {
+              method: 'POST',
+              path: `/api/v1/tasks/${task}/comments`,
+              headers: { ...auth, 'content-type': 'application/json' },
+              body: JSON.stringify({ content: 'A comment written by the benchmark.' }),
+            },
+          ],
+        }),
+      );
+    }
+    if (wanted('mcp-call')) {
+      lines.push(
+        await load('mcp-call', server.pid, {
+          url: base,
+          requests: eachRow((i) => ({
             method: 'POST',
             path: '/api/v1/mcp',
             headers: {
@@ -373,22 +409,19 @@ async function main() {
               accept: 'application/json, text/event-stream',
               'mcp-protocol-version': '2025-06-18',
             },
-            setupRequest: (request: Record<string, unknown>) => ({
-              ...request,
-              body: JSON.stringify({
-                jsonrpc: '2.0',
-                id: 1,
-                method: 'tools/call',
-                params: {
-                  name: 'get_custom_data_source_row',
-                  arguments: { id_or_slug: 'orders', external_id: `row-${n++ % ROWS}` },
-                },
-              }),
+            body: JSON.stringify({
+              jsonrpc: '2.0',
+              id: 1,
+              method: 'tools/call',
+              params: {
+                name: 'get_custom_data_source_row',
+                arguments: { id_or_slug: 'orders', external_id: `row-${i}` },
+              },
             }),
-          },
-        ],
-      }),
-    );
+          })),
+        }),
+      );
+    }
     server.kill('SIGTERM');
   } finally {
     for (const child of children) child.kill('SIGKILL');
