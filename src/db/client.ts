@@ -4,7 +4,6 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { PGliteDialect } from './pglite-dialect.js';
 import { createDataDir, PGliteThread } from './pglite-thread.js';
 import { prepareStatements } from './prepared.js';
 import type { Database } from './schema.js';
@@ -17,7 +16,7 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-// int8 (counts, sums) as numbers, as PGlite returns them.
+// int8 (counts, sums) as numbers.
 pg.types.setTypeParser(20, (value) => Number.parseInt(value, 10));
 
 // PGlite's embedded server: 16 MB of shared buffers rather than PostgreSQL's 128 MB, which PGlite
@@ -36,25 +35,42 @@ export interface DatabaseOptions {
   preparedStatements?: number;
 }
 
+/** node-postgres over a pool of clients, with prepared statements unless turned off. */
+function postgres(config: pg.PoolConfig, preparedStatements: number): Db {
+  const pool = new pg.Pool(config);
+  if (preparedStatements > 0) pool.on('connect', (client) => prepareStatements(client, preparedStatements));
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  const prepared = options.preparedStatements ?? 200;
   if (options.url) {
-    const pool = new pg.Pool({
-      connectionString: options.url,
-      max: options.poolSize ?? 10,
-      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-    });
-    const prepared = options.preparedStatements ?? 200;
-    if (prepared > 0) pool.on('connect', (client) => prepareStatements(client, prepared));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = postgres(
+      {
+        connectionString: options.url,
+        max: options.poolSize ?? 10,
+        ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+      },
+      prepared,
+    );
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
-  // PGlite runs in a thread of its own (pglite-thread.ts); a server on PostgreSQL never loads it.
+  // PGlite runs in a thread of its own, spoken to by the same driver (pglite-thread.ts). Its one
+  // session is shared by a few clients: enough that the thread always has the next query at hand.
   let dir: string | undefined;
   if (options.dataDir) {
     dir = path.resolve(options.dataDir, 'pgdata');
     mkdirSync(dir, { recursive: true });
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
   }
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(await PGliteThread.open(dir, PGLITE_OPTIONS)) });
-  return { db, kind: 'pglite', close: () => db.destroy() };
+  const thread = await PGliteThread.open(dir, PGLITE_OPTIONS);
+  const db = postgres({ max: options.poolSize ?? 4, stream: () => thread.connect() }, prepared);
+  return {
+    db,
+    kind: 'pglite',
+    close: async () => {
+      await db.destroy();
+      await thread.close();
+    },
+  };
 }

@@ -1,54 +1,41 @@
-// PGlite in a worker thread of its own. The embedded database is WebAssembly that runs to the end
-// of each statement on the thread that calls it; in the server's thread every query stopped HTTP
-// for its whole length (a slow report froze the API), and the database and the API shared one
-// core. In a worker, the API serves requests while the database works on the other core.
+// PGlite in a worker thread of its own, reached by the same driver as PostgreSQL.
 //
-// PGlite is one session. The worker runs the statements it is sent in the order they arrive, but
-// while a transaction is open only that transaction's statements run: the others wait in the
-// queue, so two transactions never interleave and no statement lands inside another's transaction.
-// Statements outside a transaction are sent as soon as they are asked for: the worker has the next
-// one before it finishes the current one, and never sits idle waiting for the API's thread.
+// The embedded database is WebAssembly that runs each statement to its end on the thread that
+// calls it. In the server's thread every query stopped HTTP for its whole length (a slow report
+// froze the API), and the database and the API shared one core. In a worker the API serves
+// requests while the database works on the other core.
+//
+// The server talks to it as to PostgreSQL: node-postgres clients whose "socket" (ThreadSocket)
+// carries the wire protocol to the worker, which hands it to PGlite (`execProtocolRawSync`) and
+// sends back PostgreSQL's answer. So both databases get the same driver, type parsing, errors and
+// prepared statements (prepared.ts), and a query costs one round trip to the worker.
+//
+// PGlite is one session; the pool's clients share it. The worker runs the batches it is sent
+// (a client's messages up to Sync or a simple Query) in the order they arrive, except that once a
+// client's batch leaves the session inside a transaction (ReadyForQuery 'T' or 'E') only that
+// client's batches run until its transaction ends: transactions never interleave, and no statement
+// lands in another client's transaction. The others wait in the worker's queue, so the worker has
+// the next batch at hand as soon as it finishes one.
 import { createRequire } from 'node:module';
+import { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
-export interface ThreadResult {
-  rows: unknown[];
-  affectedRows?: number;
-}
-
-/** How a statement bears on the session: 0 outside a transaction, else its transaction's number. */
-export interface Statement {
-  sql: string;
-  params: readonly unknown[];
-  session: number;
-  /** `begin`: the session is this transaction's once it succeeds. */
-  opens?: boolean;
-  /** `commit` / `rollback`: the session is free again, whatever the outcome. */
-  closes?: boolean;
-}
-
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
-// string runs the same under both). Errors travel as plain objects: a structured clone of an
-// Error keeps its message but drops PostgreSQL's fields (`code`, `detail`, `constraint`...).
+// string runs the same under both).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-function plain(error) {
-  const out = { message: String(error && error.message || error), name: (error && error.name) || 'Error' };
-  if (error && typeof error === 'object') {
-    for (const [key, value] of Object.entries(error)) {
-      if (typeof value === 'string' || typeof value === 'number') out[key] = value;
-    }
-  }
-  return out;
-}
+// A simple Query message: ROLLBACK, for a client that went away inside a transaction.
+const ROLLBACK = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from('ROLLBACK\\0')]);
+ROLLBACK.writeInt32BE(ROLLBACK.length - 1, 1);
+const describe = (error) => String((error && error.stack) || error);
 import(workerData.module).then(async ({ PGlite }) => {
   let pglite;
   try {
     pglite = workerData.dir ? new PGlite(workerData.dir, workerData.options) : new PGlite(workerData.options);
     await pglite.waitReady;
   } catch (error) {
-    parentPort.postMessage({ ready: false, error: plain(error) });
+    parentPort.postMessage({ ready: false, error: describe(error) });
     return;
   }
   if (workerData.initOnly) {
@@ -57,66 +44,48 @@ import(workerData.module).then(async ({ PGlite }) => {
     return;
   }
   const queue = [];
-  let owner = 0; // the transaction holding the session; 0: none
-  let running = false;
-  let closing = null;
-  // The first waiting statement that may run now: any when the session is free, else the owner's.
+  let owner = 0; // the client whose transaction holds the session; 0: none
+  // The first waiting batch that may run now: any while the session is free, else the owner's.
   function next() {
-    const at = owner === 0 ? 0 : queue.findIndex((m) => m.session === owner);
+    const at = owner === 0 ? 0 : queue.findIndex((m) => m.client === owner);
     return at < 0 || at >= queue.length ? undefined : queue.splice(at, 1)[0];
   }
-  async function drain() {
-    running = true;
+  function drain() {
     for (let m = next(); m !== undefined; m = next()) {
-      if (m.release) {
-        // A transaction given back without commit or rollback: end it, free the session.
-        if (owner === m.session) {
+      if (m.gone) {
+        if (owner === m.client) {
           owner = 0;
-          await pglite.query('rollback').catch(() => {});
+          pglite.execProtocolRawSync(ROLLBACK);
         }
         continue;
       }
+      let reply;
       try {
-        const result = await pglite.query(m.sql, m.params, { rowMode: 'object' });
-        if (m.opens) owner = m.session;
-        if (m.closes) owner = 0;
-        parentPort.postMessage({ id: m.id, rows: result.rows, affectedRows: result.affectedRows });
+        reply = pglite.execProtocolRawSync(m.bytes);
       } catch (error) {
-        if (m.closes) {
-          owner = 0;
-          await pglite.query('rollback').catch(() => {});
-        }
-        parentPort.postMessage({ id: m.id, error: plain(error) });
+        parentPort.postMessage({ client: m.client, error: describe(error) });
+        continue;
       }
+      // A batch ends with ReadyForQuery ('Z', length 5, status): 'I' is outside a transaction.
+      const n = reply.length;
+      const idle = n >= 6 && reply[n - 6] === 0x5a && reply[n - 1] === 0x49;
+      owner = idle ? 0 : m.client;
+      parentPort.postMessage({ client: m.client, bytes: reply }, [reply.buffer]);
     }
-    running = false;
-    if (closing && queue.length === 0) closing();
   }
   parentPort.on('message', (m) => {
     if (m.close) {
-      const finish = () => pglite.close().then(() => parentPort.close(), () => parentPort.close());
-      if (running || queue.length > 0) closing = finish;
-      else finish();
+      pglite.close().finally(() => parentPort.close());
       return;
     }
     queue.push(m);
-    if (!running) drain();
+    drain();
   });
   parentPort.postMessage({ ready: true });
 });
 `;
 
-interface Pending {
-  resolve(result: ThreadResult): void;
-  reject(error: Error): void;
-}
-
-type Reply =
-  | { id: number; rows: unknown[]; affectedRows?: number; error?: undefined }
-  | { id: number; error: Record<string, unknown> & { message: string } }
-  | { ready: boolean; error?: Record<string, unknown> & { message: string } };
-
-const revive = (error: Record<string, unknown> & { message: string }) => Object.assign(new Error(error.message), error);
+type Reply = { client: number; bytes?: Uint8Array; error?: string } | { ready: boolean; error?: string };
 
 function startWorker(workerData: Record<string, unknown>): Promise<Worker> {
   const module = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
@@ -130,7 +99,7 @@ function startWorker(workerData: Record<string, unknown>): Promise<Worker> {
       worker.off('error', failed);
       worker.off('exit', exited);
       if ('ready' in reply && reply.ready) resolve(worker);
-      else reject(revive(reply.error ?? { message: 'the database thread did not start' }));
+      else reject(new Error(`the database did not start: ${reply.error ?? 'no reason given'}`));
     });
   });
 }
@@ -150,34 +119,26 @@ export async function createDataDir(dir: string, options: object): Promise<void>
 /** PGlite running in its own thread (files under `dir`, or in memory). */
 export class PGliteThread {
   readonly #worker: Worker;
-  readonly #pending = new Map<number, Pending>();
-  #nextId = 1;
-  #nextSession = 1;
+  readonly #sockets = new Map<number, ThreadSocket>();
+  #nextClient = 1;
+  /** Batches sent and not yet answered: the thread keeps the process alive only while any are. */
+  #outstanding = 0;
   #failure: Error | undefined;
   #closed: Promise<void> | undefined;
 
   private constructor(worker: Worker) {
     this.#worker = worker;
-    // The thread keeps the process alive only while a statement is out: an idle database does not
-    // hold a finished CLI command or test open.
     worker.unref();
     worker.on('message', (reply: Reply) => {
-      if (!('id' in reply)) return;
-      const pending = this.#pending.get(reply.id);
-      if (!pending) return;
-      this.#pending.delete(reply.id);
-      if (this.#pending.size === 0) worker.unref();
-      if (reply.error) pending.reject(revive(reply.error));
-      else
-        pending.resolve({
-          rows: reply.rows,
-          ...(reply.affectedRows !== undefined ? { affectedRows: reply.affectedRows } : {}),
-        });
+      if (!('client' in reply)) return;
+      if (--this.#outstanding === 0) worker.unref();
+      const socket = this.#sockets.get(reply.client);
+      if (reply.bytes) socket?.receive(reply.bytes);
+      else socket?.destroy(new Error(`the database failed: ${reply.error}`));
     });
     const fail = (error: Error) => {
       this.#failure ??= error;
-      for (const pending of this.#pending.values()) pending.reject(this.#failure);
-      this.#pending.clear();
+      for (const socket of this.#sockets.values()) socket.destroy(this.#failure);
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`the database thread exited (code ${code})`)));
@@ -187,38 +148,165 @@ export class PGliteThread {
     return new PGliteThread(await startWorker({ dir, options }));
   }
 
-  /** A number for a new transaction's statements. */
-  newSession(): number {
-    return this.#nextSession++;
-  }
-
-  query(statement: Statement): Promise<ThreadResult> {
-    if (this.#failure) return Promise.reject(this.#failure);
-    const id = this.#nextId++;
-    return new Promise((resolve, reject) => {
-      if (this.#pending.size === 0) this.#worker.ref();
-      this.#pending.set(id, { resolve, reject });
-      this.#worker.postMessage({ id, ...statement });
+  /** A new connection to the database, for a node-postgres client (`stream` option). */
+  connect(): ThreadSocket {
+    const client = this.#nextClient++;
+    const socket = new ThreadSocket({
+      send: (bytes: Uint8Array<ArrayBuffer>) => {
+        if (this.#failure) throw this.#failure;
+        if (this.#outstanding++ === 0) this.#worker.ref();
+        this.#worker.postMessage({ client, bytes }, [bytes.buffer]);
+      },
+      gone: () => {
+        this.#sockets.delete(client);
+        if (!this.#failure && !this.#closed) this.#worker.postMessage({ client, gone: true });
+      },
     });
+    this.#sockets.set(client, socket);
+    return socket;
   }
 
-  /** Frees the session of a transaction that ended without commit or rollback. */
-  release(session: number): void {
-    if (!this.#failure) this.#worker.postMessage({ release: true, session });
-  }
-
-  get closed(): boolean {
-    return this.#closed !== undefined || this.#failure !== undefined;
-  }
-
-  /** Closes the database once the statements already sent have run, and ends the thread. */
+  /** Closes the database once the batches already sent have run, and ends the thread. */
   close(): Promise<void> {
     this.#closed ??= new Promise<void>((resolve) => {
-      if (this.#worker.threadId < 0 || this.#failure) return resolve();
+      if (this.#failure) return resolve();
       this.#worker.ref();
       this.#worker.once('exit', () => resolve());
       this.#worker.postMessage({ close: true });
     });
     return this.#closed;
+  }
+}
+
+// What a freshly started PostgreSQL says to a client that needs no password. PGlite's session is
+// up before any client arrives, so each client's startup is answered here.
+const STARTUP_REPLY = (() => {
+  const message = (type: string, body: Buffer) => {
+    const head = Buffer.alloc(5);
+    head.write(type, 0, 'latin1');
+    head.writeInt32BE(body.length + 4, 1);
+    return Buffer.concat([head, body]);
+  };
+  const int32s = (...values: number[]) => {
+    const body = Buffer.alloc(values.length * 4);
+    for (const [i, value] of values.entries()) body.writeInt32BE(value, i * 4);
+    return body;
+  };
+  const parameter = (name: string, value: string) => message('S', Buffer.from(`${name}\0${value}\0`));
+  return Buffer.concat([
+    message('R', int32s(0)), // AuthenticationOk
+    parameter('client_encoding', 'UTF8'),
+    parameter('standard_conforming_strings', 'on'),
+    parameter('integer_datetimes', 'on'),
+    message('K', int32s(0, 0)), // BackendKeyData: nothing to cancel with
+    message('Z', Buffer.from('I')), // ReadyForQuery, idle
+  ]);
+})();
+
+// Frontend message types after which the client waits for the server: Sync, simple Query, Flush.
+const SYNC = 0x53;
+const QUERY = 0x51;
+const FLUSH = 0x48;
+const TERMINATE = 0x58;
+
+/**
+ * The socket a node-postgres client writes to: its messages go to the database thread a batch at
+ * a time (up to a Sync, a simple Query or a Flush), and the thread's answers come back as data.
+ */
+export class ThreadSocket extends Duplex {
+  #started = false;
+  #buffered: Buffer[] = [];
+  #gone = false;
+
+  constructor(private readonly thread: { send(bytes: Uint8Array): void; gone(): void }) {
+    super();
+  }
+
+  // The net.Socket surface node-postgres uses.
+  connect(): this {
+    process.nextTick(() => this.emit('connect'));
+    return this;
+  }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
+
+  receive(bytes: Uint8Array): void {
+    this.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  override _read(): void {}
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#take([chunk], callback);
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
+    this.#take(
+      chunks.map((c) => c.chunk),
+      callback,
+    );
+  }
+
+  #take(chunks: Buffer[], callback: (error?: Error | null) => void): void {
+    try {
+      if (!this.#started) {
+        // The startup message (no type byte): answered here, as PGlite's session is running.
+        this.#started = true;
+        process.nextTick(() => this.push(STARTUP_REPLY));
+        callback();
+        return;
+      }
+      this.#buffered.push(...chunks);
+      const bytes = this.#buffered.length === 1 ? (this.#buffered[0] as Buffer) : Buffer.concat(this.#buffered);
+      // Cut after the last message that waits for an answer; keep the rest for the next write.
+      let cut = 0;
+      let terminated = false;
+      for (let at = 0; at + 5 <= bytes.length; ) {
+        const type = bytes[at] as number;
+        const end = at + 1 + bytes.readInt32BE(at + 1);
+        if (end > bytes.length) break;
+        if (type === TERMINATE) {
+          terminated = true;
+          cut = at;
+          break;
+        }
+        if (type === SYNC || type === QUERY || type === FLUSH) cut = end;
+        at = end;
+      }
+      this.#buffered = cut < bytes.length && !terminated ? [bytes.subarray(cut)] : [];
+      // A copy the thread can own: the client may reuse its buffers.
+      if (cut > 0) this.thread.send(new Uint8Array(bytes.subarray(0, cut)));
+      if (terminated) this.#leave();
+      callback();
+    } catch (error) {
+      callback(error as Error);
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.#leave();
+    this.push(null);
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#leave();
+    callback(error);
+  }
+
+  #leave(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.thread.gone();
   }
 }

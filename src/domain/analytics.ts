@@ -6,8 +6,8 @@
 // Time limit (spec error `export_failed`): the report runs in a transaction with
 // `statement_timeout` set locally to ANALYTICS_TIMEOUT_MS, so PostgreSQL cancels a statement that
 // outruns it; and a JS deadline of the same length answers even if the database does not. PGlite
-// has no statement timeout (it ignores the setting) and runs a statement on this thread, where no
-// timer can fire: there the report is refused once the statement returns past the limit.
+// has no statement timeout (it ignores the setting): there the deadline answers, while the
+// statement runs to its end in the database's thread (src/db/pglite-thread.ts).
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isQueryCanceled } from '../db/errors.js';

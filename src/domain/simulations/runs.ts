@@ -454,8 +454,8 @@ export function createRunService(deps: RunnerDeps) {
     const attempt = job.attempts;
     const worker = async () => {
       for (;;) {
-        // On PGlite a case is one long chain of promises that never returns to the event loop;
-        // yielding between cases lets HTTP requests (reading this run, among others) be served.
+        // Yielding between cases lets HTTP requests (reading this run, among others) be served
+        // even when a case's work never has to wait for I/O.
         await new Promise((resolve) => setImmediate(resolve));
         if (ctx.signal.aborted) return;
         const claimed = await claimCase(tenantId, runId, attempt);

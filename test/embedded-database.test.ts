@@ -1,0 +1,165 @@
+// The embedded database (src/db/pglite-thread.ts): PGlite in a thread of its own, reached by
+// node-postgres. Transactions never interleave on its one session, a client that goes away inside
+// a transaction gives the session back, and a long statement does not stop HTTP.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
+import { PGliteThread } from '../src/db/pglite-thread.js';
+import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
+
+let t: TestApp;
+let base: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = t.app.server.address();
+  base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+});
+afterAll(() => t.close());
+
+describe('database handle', () => {
+  it('a new PGlite data directory is created (initdb, in a worker thread) and opened again later', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    try {
+      const first = await openDatabase({ dataDir });
+      expect(existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'))).toBe(true);
+      await sql`create table kept (n int)`.execute(first.db);
+      await sql`insert into kept values (7)`.execute(first.db);
+      await first.close();
+      const again = await openDatabase({ dataDir });
+      const { rows } = await sql<{ n: number }>`select n from kept`.execute(again.db);
+      expect(rows).toEqual([{ n: 7 }]);
+      await again.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(usingPostgres)(
+    'PGlite runs with 16 MB of shared buffers (its memory), not PostgreSQL’s 128 MB',
+    async () => {
+      const { rows } = await sql<{ shared_buffers: string }>`show shared_buffers`.execute(t.database.db);
+      expect(rows[0]?.shared_buffers).toBe('16MB');
+    },
+  );
+
+  it('a long chain of queries (a background job) leaves room for HTTP requests', async () => {
+    let chainDone = false;
+    const chain = (async () => {
+      for (let i = 0; i < 3000; i++) await sql`select ${i}::int as n`.execute(t.database.db);
+      chainDone = true;
+    })();
+    await new Promise((r) => setTimeout(r, 20));
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(200);
+    expect(chainDone).toBe(false);
+    await chain;
+  });
+
+  it('concurrent transactions do not see each other’s uncommitted writes', async () => {
+    await sql`create table dialect_probe (n int)`.execute(t.database.db);
+    const inside = t.database.db.transaction().execute(async (trx) => {
+      await sql`insert into dialect_probe values (1)`.execute(trx);
+      await new Promise((r) => setTimeout(r, 50));
+      throw new Error('roll back');
+    });
+    const outside = sql<{ n: number }>`select count(*)::int as n from dialect_probe`.execute(t.database.db);
+    await expect(inside).rejects.toThrow('roll back');
+    expect((await outside).rows[0]?.n).toBe(0);
+    expect(
+      (await sql<{ n: number }>`select count(*)::int as n from dialect_probe`.execute(t.database.db)).rows[0]?.n,
+    ).toBe(0);
+  });
+
+  it.skipIf(usingPostgres)(
+    'a long statement runs in the database thread while HTTP requests are answered',
+    async () => {
+      const started = Date.now();
+      const slow = sql<{ n: number }>`select count(*)::int as n from generate_series(1, 3000000)`.execute(
+        t.database.db,
+      );
+      let slowDone = false;
+      void slow.then(() => {
+        slowDone = true;
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(200);
+      // Answered while the statement was still running (it takes far longer than the probe).
+      expect(slowDone).toBe(false);
+      expect((await slow).rows[0]?.n).toBe(3_000_000);
+      },
+  );
+});
+
+describe.skipIf(usingPostgres)('the database thread', () => {
+  let thread: PGliteThread;
+  const clients: pg.Client[] = [];
+  const connect = async () => {
+    const client = new pg.Client({ stream: () => thread.connect() });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+
+  beforeAll(async () => {
+    thread = await PGliteThread.open(undefined, PGLITE_OPTIONS);
+    const setup = await connect();
+    await setup.query('create table probe (n int primary key)');
+  });
+  afterAll(async () => {
+    for (const client of clients) await client.end().catch(() => {});
+    await thread.close();
+  });
+
+  it("holds other clients' statements while a transaction is open, and runs them after it", async () => {
+    const a = await connect();
+    const b = await connect();
+    await a.query('begin');
+    await a.query('insert into probe values ($1)', [1]);
+    let seen: number | undefined;
+    const read = b.query<{ n: number }>('select count(*)::int as n from probe').then((r) => {
+      seen = r.rows[0]?.n;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toBeUndefined(); // waiting: it must not run inside a's transaction
+    await a.query('commit');
+    await read;
+    expect(seen).toBe(1);
+  });
+
+  it('gives the session back, rolled back, when a client goes away inside a transaction', async () => {
+    const a = await connect();
+    const b = await connect();
+    await a.query('begin');
+    await a.query('insert into probe values ($1)', [2]);
+    const read = b.query<{ n: number }>('select count(*)::int as n from probe where n = 2');
+    (a as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    expect((await read).rows[0]?.n).toBe(0);
+    expect((await b.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  it("answers PostgreSQL's errors with their fields, and the client goes on", async () => {
+    const a = await connect();
+    await a.query('insert into probe values ($1)', [3]);
+    const error = await a.query('insert into probe values ($1)', [3]).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: '23505', constraint: 'probe_pkey' });
+    expect((await a.query('select count(*)::int as n from probe where n = 3')).rows).toEqual([{ n: 1 }]);
+  });
+
+  it('prepared statements run again without being parsed again', async () => {
+    const a = await connect();
+    for (let i = 0; i < 3; i++) {
+      const { rows } = await a.query({ name: 'probe_read', text: 'select $1::int + 1 as m', values: [i] });
+      expect(rows).toEqual([{ m: i + 1 }]);
+    }
+    const { rows } = await a.query<{ name: string }>('select name from pg_prepared_statements');
+    expect(rows.map((r) => r.name)).toContain('probe_read');
+  });
+});
