@@ -79,7 +79,6 @@ describe('database handle', () => {
   it.skipIf(usingPostgres)(
     'a long statement runs in the database thread while HTTP requests are answered',
     async () => {
-      const started = Date.now();
       const slow = sql<{ n: number }>`select count(*)::int as n from generate_series(1, 3000000)`.execute(
         t.database.db,
       );
@@ -93,7 +92,7 @@ describe('database handle', () => {
       // Answered while the statement was still running (it takes far longer than the probe).
       expect(slowDone).toBe(false);
       expect((await slow).rows[0]?.n).toBe(3_000_000);
-      },
+    },
   );
 });
 
@@ -161,5 +160,18 @@ describe.skipIf(usingPostgres)('the database thread', () => {
     }
     const { rows } = await a.query<{ name: string }>('select name from pg_prepared_statements');
     expect(rows.map((r) => r.name)).toContain('probe_read');
+  });
+
+  it('deallocates the statements of a client that goes away (they live in the shared session)', async () => {
+    const a = await connect();
+    const b = await connect();
+    await a.query({ name: 'probe_gone', text: 'select $1::int as m', values: [1] });
+    await a.query({ name: 'probe_gone_2', text: 'select $1::text as m', values: ['x'] });
+    const names = async () =>
+      (await b.query<{ name: string }>('select name from pg_prepared_statements')).rows.map((r) => r.name);
+    expect(await names()).toEqual(expect.arrayContaining(['probe_gone', 'probe_gone_2']));
+    await a.end();
+    expect(await names()).not.toContain('probe_gone');
+    expect(await names()).not.toContain('probe_gone_2');
   });
 });

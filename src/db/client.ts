@@ -64,7 +64,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
   }
   const thread = await PGliteThread.open(dir, PGLITE_OPTIONS);
-  const db = postgres({ max: options.poolSize ?? 4, stream: () => thread.connect() }, prepared);
+  // Clients are kept (no idle timeout): each one's prepared statements live in the shared session.
+  const db = postgres({ max: options.poolSize ?? 4, idleTimeoutMillis: 0, stream: () => thread.connect() }, prepared);
   return {
     db,
     kind: 'pglite',

@@ -25,9 +25,13 @@ import { Worker } from 'node:worker_threads';
 // string runs the same under both).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-// A simple Query message: ROLLBACK, for a client that went away inside a transaction.
-const ROLLBACK = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from('ROLLBACK\\0')]);
-ROLLBACK.writeInt32BE(ROLLBACK.length - 1, 1);
+const readInt32 = (bytes, at) => ((bytes[at] << 24) | (bytes[at + 1] << 16) | (bytes[at + 2] << 8) | bytes[at + 3]);
+// A simple Query message, for the thread's own clean-up after a client that went away.
+function simpleQuery(text) {
+  const message = Buffer.concat([Buffer.from('Q'), Buffer.alloc(4), Buffer.from(text + '\\0')]);
+  message.writeInt32BE(message.length - 1, 1);
+  return message;
+}
 const describe = (error) => String((error && error.stack) || error);
 import(workerData.module).then(async ({ PGlite }) => {
   let pglite;
@@ -45,20 +49,46 @@ import(workerData.module).then(async ({ PGlite }) => {
   }
   const queue = [];
   let owner = 0; // the client whose transaction holds the session; 0: none
+  // The named statements each client prepared: they live in the shared session, so they are
+  // deallocated when the client goes (a PostgreSQL backend would take them with it).
+  const named = new Map();
+  function noteStatements(client, bytes) {
+    for (let at = 0; at + 5 <= bytes.length; at += 1 + readInt32(bytes, at + 1)) {
+      if (bytes[at] !== 0x50 || bytes[at + 5] === 0) continue; // Parse, with a name
+      const end = bytes.indexOf(0, at + 5);
+      const name = Buffer.from(bytes.buffer, bytes.byteOffset + at + 5, end - at - 5).toString();
+      if (!named.has(client)) named.set(client, new Set());
+      named.get(client).add(name);
+    }
+  }
+  function forget(client) {
+    const names = named.get(client);
+    named.delete(client);
+    if (!names) return;
+    // One simple query; a name the client deallocated itself only fails its own statement.
+    for (const name of names) run(simpleQuery('DEALLOCATE "' + name.replace(/"/g, '""') + '"'));
+  }
   // The first waiting batch that may run now: any while the session is free, else the owner's.
   function next() {
     const at = owner === 0 ? 0 : queue.findIndex((m) => m.client === owner);
     return at < 0 || at >= queue.length ? undefined : queue.splice(at, 1)[0];
   }
+  const run = (bytes) => {
+    try {
+      pglite.execProtocolRawSync(bytes);
+    } catch {}
+  };
   function drain() {
     for (let m = next(); m !== undefined; m = next()) {
       if (m.gone) {
         if (owner === m.client) {
           owner = 0;
-          pglite.execProtocolRawSync(ROLLBACK);
+          run(simpleQuery('ROLLBACK'));
         }
+        forget(m.client);
         continue;
       }
+      noteStatements(m.client, m.bytes);
       let reply;
       try {
         reply = pglite.execProtocolRawSync(m.bytes);
