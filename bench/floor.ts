@@ -1,6 +1,6 @@
 // The floor of the benchmark of record: a bare Fastify route that runs the point query through
 // the API's own database layer (openDatabase: the same pool and prepared statements on
-// PostgreSQL, the same PGlite and dialect otherwise) and answers the row as JSON. No key, no rate
+// PostgreSQL, the same PGlite thread otherwise) and answers the row as JSON. No key, no rate
 // limit, no validation or schema serialization, no hooks: what any Fastify server on this machine
 // pays for an HTTP request that reads one row. run.ts starts it as its own process.
 // Environment: PORT, and DATABASE_URL + BENCH_SCHEMA or DATA_DIR (where run.ts made the table).

@@ -23,6 +23,8 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
+import { ThreadSocket } from '../src/db/pglite-thread.js';
+import { prepareStatements } from '../src/db/prepared.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { createPointTable, POINT_SQL, pointQuery } from './point.js';
 
@@ -125,19 +127,32 @@ function processCpuUs(pid: number | undefined): number | null {
   }
 }
 
-/** CPU time of every PostgreSQL process of this machine so far (null when PostgreSQL is not in play). */
-function postgresCpuUs(): number | null {
+/** CPU time so far of each PostgreSQL process of this machine (null when PostgreSQL is not in play). */
+function postgresCpuUs(): Map<number, number> | null {
   if (!process.env.DATABASE_URL) return null;
-  let total = 0;
+  const cpu = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/stat`, 'utf8').includes('(postgres)')) total += processCpuUs(Number(entry)) ?? 0;
+      if (readFileSync(`/proc/${entry}/stat`, 'utf8').includes('(postgres)')) {
+        cpu.set(Number(entry), processCpuUs(Number(entry)) ?? 0);
+      }
     } catch {
       /* the process ended meanwhile */
     }
   }
-  return total;
+  return cpu;
+}
+
+/**
+ * PostgreSQL's CPU time between two readings: each process's own difference (a backend that
+ * started meanwhile from zero), so that one that exited meanwhile does not subtract its total.
+ */
+function postgresCpuSpent(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+  if (!before || !after) return null;
+  let spent = 0;
+  for (const [pid, used] of after) spent += used - (before.get(pid) ?? 0);
+  return spent;
 }
 
 /** Measures the CPU each party spends while `work` runs, per unit of work done. */
@@ -156,7 +171,7 @@ async function measured<T extends { count: number }>(
     result,
     cpu: {
       server: per(server, processCpuUs(pid)),
-      db: per(db, postgresCpuUs()),
+      db: per(0, postgresCpuSpent(db, postgresCpuUs())),
       loadgen: per(0, ownUsed.user + ownUsed.system),
     },
   };
@@ -253,7 +268,10 @@ async function dbCeilings(
     }
     return lines;
   }
-  // PGlite: straight on the database in this thread, then through the API's database thread.
+  // PGlite: straight on the database in this thread, as PGlite's own `query` sends it (parse,
+  // describe, bind, execute: the ceiling); then prepared, through node-postgres speaking the wire
+  // protocol to PGlite in this thread (the way the API speaks to its thread, without the thread);
+  // then through the API's own database thread.
   const database = await openDatabase({ dataDir: pointDir });
   const db = database.db as unknown as Kysely<never>;
   await createPointTable(db, ROWS);
@@ -262,10 +280,28 @@ async function dbCeilings(
   const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
   await pglite.waitReady;
   lines.push(await dbCeiling('db-point (ceiling)', (id) => pglite.query(POINT_SQL, [id])));
+  const client = new pg.Client({
+    stream: () => {
+      const socket: ThreadSocket = new ThreadSocket({
+        send: (bytes) => {
+          const reply = pglite.execProtocolRawSync(bytes);
+          process.nextTick(() => socket.receive(reply));
+        },
+        gone: () => {},
+      });
+      return socket;
+    },
+  });
+  await client.connect();
+  prepareStatements(client, 200);
+  lines.push(
+    await dbCeiling('db-point, prepared, straight', async (id) => (await client.query(POINT_SQL, [id])).rows[0]),
+  );
+  await client.end();
   await pglite.close();
   const threaded = await openDatabase({ dataDir: pointDir });
   const tdb = threaded.db as unknown as Kysely<never>;
-  lines.push(await dbCeiling("db-point, the API's database thread", (id) => pointQuery(tdb, id)));
+  lines.push(await dbCeiling("db-point, prepared, the API's database thread", (id) => pointQuery(tdb, id)));
   await threaded.close();
   return lines;
 }
@@ -434,19 +470,22 @@ async function main() {
     }
   }
   const ceiling = lines.find((l) => l.name === 'db-point (ceiling)')?.rps ?? 0;
+  // The same query prepared, straight on the database: the stricter comparison.
+  const preparedCeiling = lines.find((l) => l.name.startsWith('db-point, prepared'))?.rps ?? 0;
   const db = databaseUrl ? 'PostgreSQL' : 'PGlite';
   console.log(
     `\n${db}, ${CONNECTIONS} connections, ${SECONDS} s each, ${os.cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)}\n`,
   );
   console.log(
-    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | CPU µs/req: server | database | autocannon | errors |',
+    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | vs prepared | CPU µs/req: server | database | autocannon | errors |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const l of lines) {
-    const ratio =
-      ceiling && !l.name.startsWith('db-point') && !l.name.startsWith('hello')
-        ? `${Math.round((l.rps / ceiling) * 100)} %`
+    const against = (base: number) =>
+      base && !l.name.startsWith('db-point') && !l.name.startsWith('hello')
+        ? `${Math.round((l.rps / base) * 100)} %`
         : '';
+    const ratio = `${against(ceiling)} | ${against(preparedCeiling)}`;
     const cpu = [l.cpu.server, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
     console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${cpu} | ${l.errors} |`);
   }
