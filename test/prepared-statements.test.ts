@@ -1,6 +1,7 @@
-// Prepared statements on PostgreSQL (src/db/prepared.ts): a parameterised query is prepared once
-// per connection and reused, a connection keeps a bounded number, and a statement whose table
-// changed shape is prepared afresh. PostgreSQL only: PGlite has no connections to prepare on.
+// Prepared statements (src/db/prepared.ts): a parameterised query is prepared once per connection
+// and reused, a connection keeps a bounded number, and a statement whose table changed shape is
+// prepared afresh. On PostgreSQL (TEST_DATABASE_URL) and on PGlite, whose thread the same driver
+// speaks to (src/db/pglite-thread.ts).
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -19,23 +20,28 @@ describe('DATABASE_PREPARED_STATEMENTS', () => {
   });
 });
 
-describe.skipIf(!url)('prepared statements on PostgreSQL', () => {
+describe(url ? 'prepared statements on PostgreSQL' : 'prepared statements on PGlite', () => {
   const schema = `test_prep_${randomBytes(5).toString('hex')}`;
   let database: DatabaseHandle;
 
   beforeAll(async () => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`create schema ${schema}`);
-    await client.end();
+    if (url) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(`create schema ${schema}`);
+      await client.end();
+    }
     // One connection, so every statement below runs in the session whose statements we count.
-    database = await openDatabase({ url, schema, poolSize: 1, preparedStatements: 3 });
+    database = await openDatabase(
+      url ? { url, schema, poolSize: 1, preparedStatements: 3 } : { poolSize: 1, preparedStatements: 3 },
+    );
     await sql`create table items (id int primary key, label text not null)`.execute(database.db);
     await sql`insert into items select i, 'item ' || i from generate_series(1, 10) i`.execute(database.db);
   });
 
   afterAll(async () => {
     await database?.close();
+    if (!url) return;
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     await client.query(`drop schema if exists ${schema} cascade`);
@@ -75,6 +81,8 @@ describe.skipIf(!url)('prepared statements on PostgreSQL', () => {
   it('with 0 prepared statements, every statement goes unnamed (for a pooler in transaction mode)', async () => {
     const unnamed = await openDatabase({ url, schema, poolSize: 1, preparedStatements: 0 });
     try {
+      // On PGlite a second handle is a database of its own.
+      if (!url) await sql`create table items (id int primary key, label text not null)`.execute(unnamed.db);
       for (const id of [1, 2]) await sql`select label from items where id = ${id}`.execute(unnamed.db);
       const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements`.execute(
         unnamed.db,

@@ -52,21 +52,27 @@ import(workerData.module).then(async ({ PGlite }) => {
   // The named statements each client prepared: they live in the shared session, so they are
   // deallocated when the client goes (a PostgreSQL backend would take them with it).
   const named = new Map();
+  const DEALLOCATE = /\\bdeallocate\\s+(?:prepare\\s+)?"?([^";\\s]+)"?/gi;
   function noteStatements(client, bytes) {
+    let names = named.get(client);
+    if (names === undefined) named.set(client, (names = new Set()));
     for (let at = 0; at + 5 <= bytes.length; at += 1 + readInt32(bytes, at + 1)) {
-      if (bytes[at] !== 0x50 || bytes[at + 5] === 0) continue; // Parse, with a name
-      const end = bytes.indexOf(0, at + 5);
-      const name = Buffer.from(bytes.buffer, bytes.byteOffset + at + 5, end - at - 5).toString();
-      if (!named.has(client)) named.set(client, new Set());
-      named.get(client).add(name);
+      const type = bytes[at];
+      const text = () => Buffer.from(bytes.buffer, bytes.byteOffset + at + 5, readInt32(bytes, at + 1) - 4).toString();
+      if (type === 0x50 && bytes[at + 5] !== 0) {
+        // Parse, with a name: the name up to its NUL.
+        const body = text();
+        names.add(body.slice(0, body.indexOf('\\0')));
+      } else if (type === 0x51) {
+        // A simple query deallocating statements (prepared.ts evicts so): they are gone already.
+        for (const match of text().matchAll(DEALLOCATE)) names.delete(match[1]);
+      }
     }
   }
   function forget(client) {
     const names = named.get(client);
     named.delete(client);
-    if (!names) return;
-    // One simple query; a name the client deallocated itself only fails its own statement.
-    for (const name of names) run(simpleQuery('DEALLOCATE "' + name.replace(/"/g, '""') + '"'));
+    for (const name of names ?? []) run(simpleQuery('DEALLOCATE "' + name.replace(/"/g, '""') + '"'));
   }
   // The first waiting batch that may run now: any while the session is free, else the owner's.
   function next() {
