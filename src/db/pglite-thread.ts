@@ -6,7 +6,7 @@
 // requests while the database works on the other core.
 //
 // The server talks to it as to PostgreSQL: node-postgres clients whose "socket" (ThreadSocket)
-// carries the wire protocol to the worker, which hands it to PGlite (`execProtocolRawSync`) and
+// carries the wire protocol to the worker, which hands it to PGlite (`execProtocolRawStream`) and
 // sends back PostgreSQL's answer. So both databases get the same driver, type parsing, errors and
 // prepared statements (prepared.ts), and a query costs one round trip to the worker.
 //
@@ -69,35 +69,56 @@ import(workerData.module).then(async ({ PGlite }) => {
       }
     }
   }
-  function forget(client) {
+  async function forget(client) {
     const names = named.get(client);
     named.delete(client);
-    for (const name of names ?? []) run(simpleQuery('DEALLOCATE "' + name.replace(/"/g, '""') + '"'));
+    for (const name of names ?? []) await run(simpleQuery('DEALLOCATE "' + name.replace(/"/g, '""') + '"'));
   }
   // The first waiting batch that may run now: any while the session is free, else the owner's.
   function next() {
     const at = owner === 0 ? 0 : queue.findIndex((m) => m.client === owner);
     return at < 0 || at >= queue.length ? undefined : queue.splice(at, 1)[0];
   }
-  const run = (bytes) => {
-    try {
-      pglite.execProtocolRawSync(bytes);
-    } catch {}
-  };
-  function drain() {
+  // PostgreSQL's answer to a batch, as bytes. Through the streaming call: PGlite's plain raw call
+  // also parses every answer in JavaScript and keeps the parsed messages (about 500 bytes a call,
+  // never freed); this one hands over the bytes and keeps nothing.
+  async function exchange(bytes) {
+    const chunks = [];
+    let size = 0;
+    await pglite.execProtocolRawStream(bytes, {
+      syncToFs: false,
+      onRawData: (chunk) => {
+        chunks.push(chunk.slice()); // a view of WebAssembly memory: copied
+        size += chunk.length;
+      },
+    });
+    if (chunks.length === 1) return chunks[0];
+    const reply = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      reply.set(chunk, at);
+      at += chunk.length;
+    }
+    return reply;
+  }
+  const run = (bytes) => exchange(bytes).catch(() => {});
+  let draining = false;
+  async function drain() {
+    if (draining) return;
+    draining = true;
     for (let m = next(); m !== undefined; m = next()) {
       if (m.gone) {
         if (owner === m.client) {
           owner = 0;
-          run(simpleQuery('ROLLBACK'));
+          await run(simpleQuery('ROLLBACK'));
         }
-        forget(m.client);
+        await forget(m.client);
         continue;
       }
       noteStatements(m.client, m.bytes);
       let reply;
       try {
-        reply = pglite.execProtocolRawSync(m.bytes);
+        reply = await exchange(m.bytes);
       } catch (error) {
         parentPort.postMessage({ client: m.client, error: describe(error) });
         continue;
@@ -108,10 +129,15 @@ import(workerData.module).then(async ({ PGlite }) => {
       owner = idle ? 0 : m.client;
       parentPort.postMessage({ client: m.client, bytes: reply }, [reply.buffer]);
     }
+    draining = false;
+    if (closing) finish();
   }
+  let closing = false;
+  const finish = () => pglite.close().finally(() => parentPort.close());
   parentPort.on('message', (m) => {
     if (m.close) {
-      pglite.close().finally(() => parentPort.close());
+      closing = true;
+      if (!draining) finish();
       return;
     }
     queue.push(m);
