@@ -12,7 +12,8 @@
 // For each: requests per second, p50/p99 latency, the server's peak RSS (VmHWM, reset before
 // each run) and the CPU time each party spent per request: the server process (for db-point, this
 // benchmark's process, the database client), PostgreSQL's processes, and autocannon (this
-// process). Options: BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
+// process). Options: BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP
+// run), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
 // comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,6 +41,8 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
+/** Seconds of the same load before each measured HTTP run: JIT, caches and pools warmed. */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
@@ -178,7 +181,9 @@ async function measured<T extends { count: number }>(
 }
 
 async function load(name: string, pid: number | undefined, options: Record<string, unknown>): Promise<Line> {
+  // The peak covers the warm-up too; the rates, latencies and CPU figures only the measured run.
   resetPeak(pid);
+  if (WARMUP > 0) await autocannon({ connections: CONNECTIONS, duration: WARMUP, ...options });
   const { result, cpu } = await measured(pid, async () => {
     const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });
     return Object.assign(r, { count: r.requests.total });
@@ -284,8 +289,11 @@ async function dbCeilings(
     stream: () => {
       const socket: ThreadSocket = new ThreadSocket({
         send: (bytes) => {
-          const reply = pglite.execProtocolRawSync(bytes);
-          process.nextTick(() => socket.receive(reply));
+          // As the API's thread does it (pglite-thread.ts): the answer's bytes, unparsed.
+          const chunks: Uint8Array[] = [];
+          void pglite
+            .execProtocolRawStream(bytes, { syncToFs: false, onRawData: (chunk) => chunks.push(chunk.slice()) })
+            .then(() => socket.receive(Buffer.concat(chunks)));
         },
         gone: () => {},
       });
