@@ -104,6 +104,13 @@ async function addCase(key: string, datasetId: string, body: Record<string, unkn
   return created.body.id as string;
 }
 
+/** Starts a run of the dataset, lets the job queue play it to its end, and reads the run back. */
+async function playRun(key: string, datasetId: string, body: Record<string, unknown> = {}, app: TestApp = t) {
+  const started = await app.call({ method: 'POST', url: `/api/v1/simulation/datasets/${datasetId}/runs`, key, body });
+  await app.jobs.runUntilIdle();
+  return (await app.call({ url: `/api/v1/simulation/runs/${started.body.id}`, key })).body;
+}
+
 describe('a run of every expected type', () => {
   it('passes and fails exactly the cases it should: 8 cases, 4 passed, 4 failed, success_rate 0.5', async () => {
     const { key, billing, front } = await seed();
@@ -234,15 +241,14 @@ describe('a run of every expected type', () => {
       api_data_overrides: { cancel_order: { refunded: 12.5 } },
       steps: [{ content: 'Then please cancel_order order_id=Z1' }],
     });
-    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, { agent_id: front.id });
-    await t.jobs.runUntilIdle();
-    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+    const run = await playRun(key, ds, { agent_id: front.id });
+    expect(run).toMatchObject({
       status: 'completed',
       passed_tests: 2,
       failed_tests: 0,
       success_rate: 1,
     });
-    const [lookup, cancel] = (await allResults(t, key, run.body.id)) as [Result, Result];
+    const [lookup, cancel] = (await allResults(t, key, run.id)) as [Result, Result];
     expect(lookup.outcome.tool_calls).toMatchObject([
       { name: 'lookup_order', type: 'client', arguments: { order_id: '9' }, output: { status: 'shipped' } },
     ]);
@@ -321,16 +327,15 @@ describe('imported cases', () => {
     expect(imported[0]?.steps).toEqual([{ content: 'And refunds to card [card_number]?' }]);
     expect(imported[2]?.expected_agent_id).toBe(billing.id);
 
-    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
-    await t.jobs.runUntilIdle();
-    expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body).toMatchObject({
+    const run = await playRun(key, ds);
+    expect(run).toMatchObject({
       status: 'completed',
       total_tests: 4,
       passed_tests: 4,
       failed_tests: 0,
       success_rate: 1,
     });
-    const results = await allResults(t, key, run.body.id);
+    const results = await allResults(t, key, run.id);
     expect(results[0]?.outcome.turns).toBe(2);
   });
 });
@@ -635,11 +640,9 @@ describe('the LLM judge', () => {
     );
     await addCase(key, ds, { question: 'Meaning of life?', expected_type: 'no_answer' }, llm);
     await addCase(key, ds, { question: 'Tell me about refunds', expected_type: 'no_answer' }, llm);
-    const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key, body: {} });
-    await llm.jobs.runUntilIdle();
-    const done = await llm.call({ url: `/api/v1/simulation/runs/${run.body.id}`, key });
-    expect(done.body).toMatchObject({ status: 'completed', passed_tests: 2, failed_tests: 2, success_rate: 0.5 });
-    const results = await allResults(llm, key, run.body.id);
+    const run = await playRun(key, ds, {}, llm);
+    expect(run).toMatchObject({ status: 'completed', passed_tests: 2, failed_tests: 2, success_rate: 0.5 });
+    const results = await allResults(llm, key, run.id);
     expect(results.map((r) => r.passed)).toEqual([true, false, true, false]);
     expect(results[0]).toMatchObject({
       score: 0.9,
@@ -669,11 +672,9 @@ describe('the LLM judge', () => {
       { question: 'Refunds? (the judge rambles)', expected_type: 'answer', expected_answer: 'About two weeks.' },
       llm,
     );
-    const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key, body: {} });
-    await llm.jobs.runUntilIdle();
-    const done = await llm.call({ url: `/api/v1/simulation/runs/${run.body.id}`, key });
-    expect(done.body).toMatchObject({ status: 'completed', passed_tests: 0, failed_tests: 2 });
-    const [down, rambles] = await allResults(llm, key, run.body.id);
+    const run = await playRun(key, ds, {}, llm);
+    expect(run).toMatchObject({ status: 'completed', passed_tests: 0, failed_tests: 2 });
+    const [down, rambles] = await allResults(llm, key, run.id);
     expect(down).toMatchObject({
       passed: false,
       evaluation: { method: 'llm_judge', error: 'The LLM judge answered HTTP 503.' },
