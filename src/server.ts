@@ -20,7 +20,7 @@ import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
 import { errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
-import { hookList } from './http/hooks.js';
+import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
@@ -157,22 +157,13 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       let auth: AuthContext | Promise<AuthContext>;
       try {
         auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
-        if (!(auth instanceof Promise)) admit(request, auth);
       } catch (error) {
         return done(error as Error);
       }
-      // `done` is called outside the try: what runs after it must not be answered twice.
-      if (!(auth instanceof Promise)) return done(null, payload);
-      auth.then(
-        (resolved) => {
-          try {
-            admit(request, resolved);
-          } catch (error) {
-            return done(error as Error);
-          }
-          done(null, payload);
-        },
-        (error: Error) => done(error),
+      judgeThen(
+        auth,
+        (resolved) => admit(request, resolved),
+        (error) => (error ? done(error) : done(null, payload)),
       );
     };
     route.preParsing = [authenticate, ...hookList(route.preParsing)];

@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import { DomainError } from '../domain/errors.js';
-import { hookList } from './hooks.js';
+import { hookList, judgeThen } from './hooks.js';
 
 export interface RouteRateLimit {
   max: number;
@@ -120,24 +120,12 @@ function limiter(counter: RateCounter, limit: RouteRateLimit, scope: string): on
     } catch {
       return done(); // the counter is unreachable: pass uncounted
     }
-    if (!(hit instanceof Promise)) {
-      try {
-        judge(reply, hit);
-      } catch (error) {
-        return done(error as Error);
-      }
-      return done();
-    }
-    hit.then(
-      (resolved) => {
-        try {
-          judge(reply, resolved);
-        } catch (error) {
-          return done(error as Error);
-        }
-        done();
-      },
-      () => done(), // Redis is unreachable: pass uncounted
+    // A count that never comes (Redis does not answer) lets the request pass uncounted.
+    judgeThen(
+      hit,
+      (resolved) => judge(reply, resolved),
+      done,
+      () => done(),
     );
   };
 }
