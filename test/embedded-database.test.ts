@@ -1,14 +1,14 @@
 // The embedded database (src/db/pglite-thread.ts): PGlite in a thread of its own, reached by
 // node-postgres. Transactions never interleave on its one session, a client that goes away inside
 // a transaction gives the session back, and a long statement does not stop HTTP.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
-import { PGliteThread } from '../src/db/pglite-thread.js';
+import { createDataDir, PGliteThread } from '../src/db/pglite-thread.js';
 import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('database handle', () => {
-  it('a new PGlite data directory is created (initdb, in a worker thread) and opened again later', async () => {
+  it('a new PGlite data directory is created (initdb, in a process of its own) and opened again later', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
     try {
       const first = await openDatabase({ dataDir });
@@ -37,6 +37,19 @@ describe('database handle', () => {
       await again.close();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a data directory that cannot be created fails with initdb’s reason', async () => {
+    const parent = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    try {
+      const notADirectory = path.join(parent, 'file');
+      writeFileSync(notADirectory, 'not a directory');
+      await expect(createDataDir(path.join(notADirectory, 'pgdata'), PGLITE_OPTIONS)).rejects.toThrow(
+        /creating the database in .*file\/pgdata failed \(exit 1\): .*\S/s,
+      );
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
     }
   });
 

@@ -16,6 +16,7 @@
 // client's batches run until its transaction ends: transactions never interleave, and no statement
 // lands in another client's transaction. The others wait in the worker's queue, so the worker has
 // the next batch at hand as soon as it finishes one.
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -40,11 +41,6 @@ import(workerData.module).then(async ({ PGlite }) => {
     await pglite.waitReady;
   } catch (error) {
     parentPort.postMessage({ ready: false, error: describe(error) });
-    return;
-  }
-  if (workerData.initOnly) {
-    await pglite.close();
-    parentPort.postMessage({ ready: true });
     return;
   }
   const queue = [];
@@ -166,16 +162,40 @@ function startWorker(workerData: Record<string, unknown>): Promise<Worker> {
   });
 }
 
+// initdb, as its own short-lived process: argv[1] is JSON [module, dir, options].
+const INITDB_SOURCE = `
+const [module, dir, options] = JSON.parse(process.argv[1]);
+import(module)
+  .then(async ({ PGlite }) => {
+    const pglite = new PGlite(dir, options);
+    await pglite.waitReady;
+    await pglite.close();
+  })
+  .catch((error) => {
+    console.error(String((error && error.stack) || error));
+    process.exit(1);
+  });
+`;
+
 /**
- * Creates a PGlite data directory (initdb) in a worker of its own that then ends. initdb takes
- * some 500 MB of WebAssembly memory, which WebAssembly never gives back while its thread lives.
+ * Creates a PGlite data directory (initdb) in a process of its own that then ends. initdb takes
+ * some 700 MB; a thread of the server would give the WebAssembly memory back when it ends, but
+ * not the C heap it fragmented (the server stayed 130 MB larger for its whole life).
  */
 export async function createDataDir(dir: string, options: object): Promise<void> {
-  const worker = await startWorker({ dir, options, initOnly: true });
-  await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initdb thread exited with ${code}`))));
+  const module = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+  const child = spawn(process.execPath, ['-e', INITDB_SOURCE, JSON.stringify([module, dir, options])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (code !== 0) throw new Error(`creating the database in ${dir} failed (exit ${code}): ${stderr.trim()}`);
 }
 
 /** PGlite running in its own thread (files under `dir`, or in memory). */
