@@ -5,9 +5,80 @@
 // later calls only bind and execute it. A connection keeps at most `max` statements and
 // deallocates the least recently used quarter when full, so statements whose text varies
 // (multi-row inserts, a source's own table) cannot grow a session without bound.
+//
+// pg also asks the server to describe the result on every call (Describe) and parses the
+// description it gets back. A named statement's result cannot change shape while it lives:
+// PostgreSQL refuses to run it once its tables have changed ("cached plan must not change result
+// type", below), and it is then prepared afresh under a new name. So the description that a
+// statement's first call received is kept with it, and its later calls send Bind, Execute, Sync.
 import pg from 'pg';
 
-const PgQuery = pg.Query;
+/** A RowDescription message as pg parses it; `null` for a statement that returns no rows. */
+type Description = { fields: unknown[] } | null;
+
+/** pg's connection (lib/connection.js), as far as a query's `prepare` uses it. */
+interface WireConnection {
+  parsedStatements: Record<string, string>;
+  describe(config: object): void;
+}
+
+/** The parts of pg's Query (lib/query.js) used here; they are not in its type declarations. */
+interface PgQuery {
+  name?: string;
+  callback: (error: Error | null, result: pg.QueryResult) => void;
+  hasBeenParsed(connection: WireConnection): boolean;
+  prepare(connection: WireConnection): void;
+  handleRowDescription(message: Description): void;
+}
+
+const PgQuery = pg.Query as unknown as new (text: string, values: unknown[]) => PgQuery;
+const describeNothing = () => {};
+
+/**
+ * A query on a named statement. Without a kept description it runs as pg runs it and notes what
+ * the server described; with one (its statement's `description`) it leaves Describe out and hands
+ * pg that description.
+ */
+class DescribedQuery extends PgQuery {
+  /** The description this call received (or was handed); null until one arrives. */
+  #described: Description = null;
+
+  constructor(
+    text: string,
+    values: unknown[],
+    readonly statement: Statement,
+  ) {
+    super(text, values);
+    this.name = statement.name;
+  }
+
+  /** After a call that succeeded: its statement keeps what the server described. */
+  keepDescription(): void {
+    if (this.statement.description === undefined) this.statement.description = this.#described;
+  }
+
+  override prepare(connection: WireConnection): void {
+    const known = this.statement.description;
+    if (known === undefined || !this.hasBeenParsed(connection)) {
+      super.prepare(connection);
+      return;
+    }
+    // pg's own prepare (Bind, its handling of values it cannot send, Execute, Sync), less Describe.
+    const describe = connection.describe;
+    connection.describe = describeNothing;
+    try {
+      super.prepare(connection);
+    } finally {
+      connection.describe = describe;
+    }
+    if (known !== null) this.handleRowDescription(known);
+  }
+
+  override handleRowDescription(message: Description): void {
+    this.#described = message;
+    super.handleRowDescription(message);
+  }
+}
 
 /** Longer texts (large batch inserts) are rarely repeated: they go unnamed, as before. */
 const MAX_TEXT = 4096;
@@ -22,8 +93,11 @@ function isPlanChanged(error: unknown): boolean {
   );
 }
 
-interface Connection {
-  parsedStatements: Record<string, string>;
+interface Statement {
+  name: string;
+  used: number;
+  /** The result's description from the statement's first call; undefined before it answers. */
+  description: Description | undefined;
 }
 
 let counter = 0;
@@ -31,20 +105,21 @@ let counter = 0;
 /** Makes `client.query(text, values)` run `text` as a named statement of this connection. */
 export function prepareStatements(client: pg.ClientBase, max = 200): void {
   const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
-  // text → its name and when it was last used; the least recently used goes when the map is full.
-  const names = new Map<string, { name: string; used: number }>();
+  // text → its name, when it was last used and its result's description once known; the least
+  // recently used goes when the map is full.
+  const names = new Map<string, Statement>();
   let tick = 0;
 
-  const run = (text: string, values: unknown[], name?: string) =>
+  const run = (text: string, values: unknown[], statement?: Statement) =>
     new Promise<pg.QueryResult>((resolve, reject) => {
       // A Query made from text and values, named afterwards: pg copies a config object property
       // by property, which cost more than the rest of this module.
-      const query = new PgQuery(text, values) as pg.Query & { name?: string };
-      if (name !== undefined) query.name = name;
-      (query as unknown as { callback: (error: Error | null, result: pg.QueryResult) => void }).callback = (
-        error,
-        result,
-      ) => (error ? reject(error) : resolve(result));
+      const query = statement === undefined ? new PgQuery(text, values) : new DescribedQuery(text, values, statement);
+      query.callback = (error, result) => {
+        if (error) return reject(error);
+        if (query instanceof DescribedQuery) query.keepDescription();
+        resolve(result);
+      };
       plain(query);
     });
 
@@ -62,18 +137,18 @@ export function prepareStatements(client: pg.ClientBase, max = 200): void {
     // rollback, so this can fail: the names are then left prepared, unused, until the session ends.
     run(gone.map((name) => `deallocate ${name}`).join('; '), []).then(
       () => {
-        const parsed = (client as unknown as { connection: Connection }).connection.parsedStatements;
+        const parsed = (client as unknown as { connection: WireConnection }).connection.parsedStatements;
         for (const name of gone) delete parsed[name];
       },
       () => {},
     );
   };
 
-  const nameFor = (text: string) => {
+  const statementFor = (text: string): Statement => {
     const entry = names.get(text);
     if (entry !== undefined) {
       entry.used = ++tick;
-      return entry.name;
+      return entry;
     }
     if (names.size >= max) {
       // The least recently used quarter goes at once: one scan and one round trip serve many
@@ -81,21 +156,21 @@ export function prepareStatements(client: pg.ClientBase, max = 200): void {
       const byAge = [...names].sort((a, b) => a[1].used - b[1].used);
       deallocate(byAge.slice(0, Math.max(1, Math.floor(max / 4))).map(([key]) => key));
     }
-    const name = `ws_${(++counter).toString(36)}`;
-    names.set(text, { name, used: ++tick });
-    return name;
+    const statement: Statement = { name: `ws_${(++counter).toString(36)}`, used: ++tick, description: undefined };
+    names.set(text, statement);
+    return statement;
   };
 
   const prepared = async (text: string, values: unknown[]): Promise<pg.QueryResult> => {
     const outsideTransaction = client.getTransactionStatus() === 'I';
     try {
-      return await run(text, values, nameFor(text));
+      return await run(text, values, statementFor(text));
     } catch (error) {
       if (!isPlanChanged(error)) throw error;
       deallocate([text]);
       // Outside a transaction nothing was done: prepare afresh against the table as it is now.
       if (!outsideTransaction) throw error;
-      return run(text, values, nameFor(text));
+      return run(text, values, statementFor(text));
     }
   };
 
