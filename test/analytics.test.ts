@@ -404,6 +404,53 @@ describe('dashboard analytics', () => {
     expect(today).toMatchObject({ date: new Date().toISOString().slice(0, 10), conversations: 1 });
   });
 
+  it('leaves out a conversation a simulation case is playing: its messages, feedback, gaps and handoff', async () => {
+    const { tenantId, key: k } = await t.tenant();
+    const agentId = await agent(t, tenantId, 'Solo');
+    const reply: Msg = {
+      role: 'assistant',
+      at: '2024-03-01T10:00:01Z',
+      done: '2024-03-01T10:00:05Z',
+      feedback: { rating: 'negative', at: '2024-03-01T10:01:00Z' },
+    };
+    const playing = await conversation(
+      t,
+      tenantId,
+      agentId,
+      '2024-03-01T10:00:00Z',
+      [{ role: 'user', at: '2024-03-01T10:00:00Z' }, reply],
+      { gapAt: '2024-03-01T10:02:00Z', ticketAt: '2024-03-01T10:03:00Z' },
+    );
+    await conversation(t, tenantId, agentId, '2024-03-01T11:00:00Z', [{ role: 'user', at: '2024-03-01T11:00:00Z' }]);
+    const before = await dashboard(t, k, MARCH);
+    expect(before.body.metrics).toMatchObject({
+      conversations: 2,
+      customer_messages: 2,
+      handed_off_conversations: 1,
+      feedback_negative: 1,
+      knowledge_gaps_opened: 1,
+      median_first_response_seconds: 5,
+    });
+    // The run marks the conversation as it starts the case (src/domain/simulations/runs.ts).
+    await t.database.db
+      .insertInto('simulation_conversations')
+      .values({ conversation_id: playing, tenant_id: tenantId, run_id: newId(), test_case_id: newId() })
+      .execute();
+    const during = await dashboard(t, k, MARCH);
+    expect(during.body.metrics).toEqual({
+      conversations: 1,
+      customer_messages: 1,
+      resolved_conversations: 0,
+      resolution_rate: 0,
+      handed_off_conversations: 0,
+      handoff_rate: 0,
+      feedback_positive: 0,
+      feedback_negative: 0,
+      knowledge_gaps_opened: 0,
+      median_first_response_seconds: null,
+    });
+  });
+
   it('validates the request: custom needs both dates, order, at most 366 days, known report types', async () => {
     expectError(
       await dashboard(t, key, { report_type: 'custom', end_date: '2024-03-03' }),

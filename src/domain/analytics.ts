@@ -164,6 +164,8 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
             and c.tenant_id = ${tenantId} ${byContext('user_type', input.user_type)}
             ${byContext('organization', input.organization)})`
         : sql``;
+    // A conversation a simulation case is playing (deleted when the case ends) is not a customer's.
+    const simulated = sql`(select s.conversation_id from simulation_conversations s where s.tenant_id = ${tenantId})`;
     const customer = (alias: string) =>
       sql`${sql.ref(`${alias}.role`)} = 'user' and ${sql.ref(`${alias}.author`)} = 'customer' and not ${sql.ref(`${alias}.hidden`)}`;
 
@@ -191,6 +193,8 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
           coalesce(id in (select k.conversation_id from knowledge_update_requests k
                  where k.tenant_id = ${tenantId} and k.conversation_id is not null), false) as gap
         from conv_rows group by id
+        -- Filtered here, after the grouping, so that the plan of conv_rows stays as it is.
+        having id not in ${simulated}
       ),
       first_response as (
         select day, extract(epoch from (first_reply_at - first_customer_at))::float8 as seconds
@@ -206,7 +210,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
         select (m.created_at at time zone 'UTC')::date as day, count(*)::int as customer_messages
         from messages m
         where m.tenant_id = ${tenantId} and m.created_at >= ${from} and m.created_at < ${to} and ${customer('m')}
-          ${inFiltered('m.conversation_id')}
+          and m.conversation_id not in ${simulated} ${inFiltered('m.conversation_id')}
         group by 1
       ),
       feedback_days as (
@@ -215,14 +219,14 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
           (count(*) filter (where f.rating = 'negative'))::int as negative
         from message_feedback f
         where f.tenant_id = ${tenantId} and f.created_at >= ${from} and f.created_at < ${to}
-          ${inFiltered('f.conversation_id')}
+          and f.conversation_id not in ${simulated} ${inFiltered('f.conversation_id')}
         group by 1
       ),
       gap_days as (
         select (k.created_at at time zone 'UTC')::date as day, count(*)::int as gaps
         from knowledge_update_requests k
         where k.tenant_id = ${tenantId} and k.created_at >= ${from} and k.created_at < ${to}
-          ${inFiltered('k.conversation_id')}
+          and (k.conversation_id is null or k.conversation_id not in ${simulated}) ${inFiltered('k.conversation_id')}
         group by 1
       ),
       response_days as (
