@@ -145,8 +145,11 @@ import(workerData.module).then(async ({ PGlite }) => {
 
 type Reply = { client: number; bytes?: Uint8Array; error?: string } | { ready: boolean; error?: string };
 
+/** PGlite's module, as a URL the worker's and initdb's `import()` can load. */
+const pgliteModule = () => pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+
 function startWorker(workerData: Record<string, unknown>): Promise<Worker> {
-  const module = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+  const module = pgliteModule();
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, ...workerData } });
   return new Promise((resolve, reject) => {
     const failed = (error: Error) => reject(error);
@@ -183,7 +186,7 @@ import(module)
  * C heap it had fragmented (an idle server on a new directory held 388 MB rather than 296 MB).
  */
 export async function createDataDir(dir: string, options: object): Promise<void> {
-  const module = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+  const module = pgliteModule();
   const child = spawn(process.execPath, ['-e', INITDB_SOURCE, JSON.stringify([module, dir, options])], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
