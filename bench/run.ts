@@ -14,7 +14,9 @@
 // benchmark's process, the database client), PostgreSQL's processes, and autocannon (this
 // process). Options: BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP
 // run), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
-// comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs).
+// comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs),
+// BENCH_ROUNDS (0: after the table, that many more pairs of the db ceiling and the row read, run
+// back to back, and the median of their ratios).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +46,8 @@ const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
 /** Seconds of the same load before each measured HTTP run: JIT, caches and pools warmed. */
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
+/** Pairs of (db ceiling, row read) run back to back after the table, for the ratio's median. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 0);
 const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 // The server runs as `npm start` runs it: compiled JavaScript (built first, below).
@@ -255,6 +259,35 @@ async function dbCeiling(name: string, query: (externalId: string) => Promise<un
   };
 }
 
+/**
+ * The ceiling of issue #10: the point query as the driver sends it (unnamed statements), straight
+ * on the database: PostgreSQL through the API's driver and pool of 10, or PGlite's own `query` in
+ * this thread (on the point table's files, which nothing else holds open meanwhile).
+ */
+async function unpreparedCeiling(
+  databaseUrl: string | undefined,
+  schema: string | undefined,
+  pointDir: string | undefined,
+): Promise<Line> {
+  if (databaseUrl) {
+    const database = await openDatabase({ url: databaseUrl, schema, preparedStatements: 0 });
+    const db = database.db as unknown as Kysely<never>;
+    try {
+      return await dbCeiling('db-point (ceiling)', (id) => pointQuery(db, id));
+    } finally {
+      await database.close();
+    }
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
+  await pglite.waitReady;
+  try {
+    return await dbCeiling('db-point (ceiling)', (id) => pglite.query(POINT_SQL, [id]));
+  } finally {
+    await pglite.close();
+  }
+}
+
 /** The ceilings: the point table made, then the loops. */
 async function dbCeilings(
   databaseUrl: string | undefined,
@@ -264,13 +297,14 @@ async function dbCeilings(
   const lines: Line[] = [];
   if (databaseUrl) {
     // The driver as it sends a query (unnamed statements), then as the API sends it (prepared).
-    for (const prepared of [0, 200]) {
-      const database = await openDatabase({ url: databaseUrl, schema, preparedStatements: prepared });
-      const db = database.db as unknown as Kysely<never>;
-      if (!prepared) await createPointTable(db, ROWS);
-      lines.push(await dbCeiling(prepared ? 'db-point, prepared' : 'db-point (ceiling)', (id) => pointQuery(db, id)));
-      await database.close();
-    }
+    const database = await openDatabase({ url: databaseUrl, schema, preparedStatements: 0 });
+    await createPointTable(database.db as unknown as Kysely<never>, ROWS);
+    await database.close();
+    lines.push(await unpreparedCeiling(databaseUrl, schema, pointDir));
+    const prepared = await openDatabase({ url: databaseUrl, schema, preparedStatements: 200 });
+    const db = prepared.db as unknown as Kysely<never>;
+    lines.push(await dbCeiling('db-point, prepared', (id) => pointQuery(db, id)));
+    await prepared.close();
     return lines;
   }
   // PGlite: straight on the database in this thread, as PGlite's own `query` sends it (parse,
@@ -281,10 +315,10 @@ async function dbCeilings(
   const db = database.db as unknown as Kysely<never>;
   await createPointTable(db, ROWS);
   await database.close();
+  lines.push(await unpreparedCeiling(databaseUrl, schema, pointDir));
   const { PGlite } = await import('@electric-sql/pglite');
   const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
   await pglite.waitReady;
-  lines.push(await dbCeiling('db-point (ceiling)', (id) => pglite.query(POINT_SQL, [id])));
   const client = new pg.Client({
     stream: () => {
       const socket: ThreadSocket = new ThreadSocket({
@@ -341,6 +375,7 @@ async function main() {
     delete env.DATABASE_URL;
   }
   const lines: Line[] = [];
+  const rounds: { ceiling: number; read: number; p99: number }[] = [];
   const children: ChildProcess[] = [];
   try {
     if (wanted('hello')) {
@@ -413,18 +448,16 @@ async function main() {
     }
     const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
 
-    if (wanted('row-read')) {
-      lines.push(
-        await load('row-read', server.pid, {
-          url: base,
-          requests: eachRow((i) => ({
-            method: 'GET',
-            path: `/api/v1/custom-data-sources/orders/rows/row-${i}`,
-            headers: auth,
-          })),
-        }),
-      );
-    }
+    const rowRead = () =>
+      load('row-read', server.pid, {
+        url: base,
+        requests: eachRow((i) => ({
+          method: 'GET',
+          path: `/api/v1/custom-data-sources/orders/rows/row-${i}`,
+          headers: auth,
+        })),
+      });
+    if (wanted('row-read')) lines.push(await rowRead());
     if (wanted('comment-write')) {
       lines.push(
         await load('comment-write', server.pid, {
@@ -466,6 +499,13 @@ async function main() {
         }),
       );
     }
+    // The ratio again, from pairs measured back to back: on a shared machine whose speed drifts
+    // between minutes, the median of paired ratios is steadier than one ceiling against one read.
+    for (let round = 0; round < ROUNDS; round++) {
+      const ceiling = await unpreparedCeiling(databaseUrl, schema, pointDir);
+      const read = await rowRead();
+      rounds.push({ ceiling: ceiling.rps, read: read.rps, p99: read.p99 });
+    }
     server.kill('SIGTERM');
   } finally {
     for (const child of children) child.kill('SIGKILL');
@@ -496,6 +536,24 @@ async function main() {
     const ratio = `${against(ceiling)} | ${against(preparedCeiling)}`;
     const cpu = [l.cpu.server, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
     console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${cpu} | ${l.errors} |`);
+  }
+  if (rounds.length > 0) {
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = sorted.length >> 1;
+      return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+    };
+    const ratios = rounds.map((r) => (r.ceiling ? (r.read / r.ceiling) * 100 : 0));
+    console.log(`\nRow read against the db ceiling, ${rounds.length} pairs run back to back:\n`);
+    console.log('| pair | db ceiling req/s | row-read req/s | row-read p99 ms | ratio |');
+    console.log('| ---: | ---: | ---: | ---: | ---: |');
+    rounds.forEach((r, i) => {
+      console.log(`| ${i + 1} | ${r.ceiling} | ${r.read} | ${r.p99} | ${Math.round(ratios[i] ?? 0)} % |`);
+    });
+    const p99s = rounds.map((r) => r.p99);
+    console.log(
+      `\nMedian ratio ${Math.round(median(ratios))} % (${Math.round(Math.min(...ratios))}–${Math.round(Math.max(...ratios))} %); median row-read p99 ${median(p99s)} ms.`,
+    );
   }
 }
 
