@@ -11,8 +11,8 @@
 //   mcp-call    authenticated MCP tools/call get_custom_data_source_row
 // For each: requests per second, p50/p99 latency, the server's peak RSS (VmHWM, reset before
 // each run) and the CPU time each party spent per request: the server process (for db-point, this
-// benchmark's process, the database client), PostgreSQL's processes, and autocannon (this
-// process). Options: BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP
+// benchmark's process, the database client), that process's main thread alone (the one thread
+// that runs its JavaScript), PostgreSQL's processes, and autocannon (this process). Options: BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP
 // run), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
 // comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs),
 // BENCH_ROUNDS (0: after the table, that many more pairs of the db ceiling and the row read, run
@@ -68,8 +68,11 @@ interface Line {
   p99: number;
   rssMb: number | null;
   errors: number;
-  /** CPU microseconds per request: server (or database client), PostgreSQL, load generator. */
-  cpu: { server: number | null; db: number | null; loadgen: number | null };
+  /**
+   * CPU microseconds per request: server (or database client), that process's main thread alone,
+   * PostgreSQL, load generator.
+   */
+  cpu: { server: number | null; main: number | null; db: number | null; loadgen: number | null };
 }
 
 const rowData = (i: number) => ({
@@ -123,11 +126,15 @@ function peakRssMb(pid: number | undefined): number | null {
 
 const TICK_US = 1e6 / 100; // /proc reports CPU time in clock ticks of 10 ms on Linux
 
-/** User + system CPU time of a process so far, in microseconds (null off Linux). */
-function processCpuUs(pid: number | undefined): number | null {
+/**
+ * User + system CPU time so far, in microseconds (null off Linux): of a process (all its threads),
+ * or of its main thread alone, the one that runs its JavaScript.
+ */
+function processCpuUs(pid: number | undefined, mainThreadOnly = false): number | null {
   if (pid === undefined) return null;
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const file = mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
+    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
     return (Number(fields[11]) + Number(fields[12])) * TICK_US;
   } catch {
     return null;
@@ -168,6 +175,7 @@ async function measured<T extends { count: number }>(
   work: () => Promise<T>,
 ): Promise<{ result: T; cpu: Line['cpu'] }> {
   const server = processCpuUs(pid);
+  const main = processCpuUs(pid, true);
   const db = postgresCpuUs();
   const own = process.cpuUsage();
   const result = await work();
@@ -178,6 +186,7 @@ async function measured<T extends { count: number }>(
     result,
     cpu: {
       server: per(server, processCpuUs(pid)),
+      main: per(main, processCpuUs(pid, true)),
       db: per(0, postgresCpuSpent(db, postgresCpuUs())),
       loadgen: per(0, ownUsed.user + ownUsed.system),
     },
@@ -255,7 +264,7 @@ async function dbCeiling(name: string, query: (externalId: string) => Promise<un
     rssMb: null,
     errors: 0,
     // The client side of the loop is this process: its time is the "server" column here.
-    cpu: { server: cpu.loadgen, db: cpu.db, loadgen: null },
+    cpu: { server: cpu.loadgen, main: cpu.main, db: cpu.db, loadgen: null },
   };
 }
 
@@ -525,16 +534,16 @@ async function main() {
     `\n${db}, ${CONNECTIONS} connections, ${SECONDS} s each, ${os.cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)}\n`,
   );
   console.log(
-    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | vs prepared | CPU µs/req: server | database | autocannon | errors |',
+    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | vs prepared | CPU µs/req: server | its main thread | database | autocannon | errors |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const l of lines) {
     const against = (base: number) =>
       base && !l.name.startsWith('db-point') && !l.name.startsWith('hello')
         ? `${Math.round((l.rps / base) * 100)} %`
         : '';
     const ratio = `${against(ceiling)} | ${against(preparedCeiling)}`;
-    const cpu = [l.cpu.server, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
+    const cpu = [l.cpu.server, l.cpu.main, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
     console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${cpu} | ${l.errors} |`);
   }
   if (rounds.length > 0) {
