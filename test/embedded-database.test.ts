@@ -1,7 +1,7 @@
 // The embedded database (src/db/pglite-thread.ts): PGlite in a thread of its own, reached by
 // node-postgres. Transactions never interleave on its one session, a client that goes away inside
 // a transaction gives the session back, and a long statement does not stop HTTP.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -50,6 +50,42 @@ describe('database handle', () => {
       );
     } finally {
       rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('initdb writes beside the data directory, which appears only once complete', async () => {
+    const parent = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    const dir = path.join(parent, 'pgdata');
+    try {
+      // What a start stopped during initdb left: its staging directory, and an empty `pgdata`.
+      mkdirSync(path.join(`${dir}.initdb`, 'base'), { recursive: true });
+      writeFileSync(path.join(`${dir}.initdb`, 'base', 'half-written'), 'x');
+      mkdirSync(dir);
+      const seen: string[][] = [];
+      const watch = setInterval(() => {
+        if (existsSync(dir)) seen.push(readdirSync(dir));
+      }, 2);
+      await createDataDir(dir, PGLITE_OPTIONS).finally(() => clearInterval(watch));
+      // While initdb ran, `pgdata` stayed as it was (empty); then it came whole, PG_VERSION and all.
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.every((entries) => entries.length === 0 || entries.includes('PG_VERSION'))).toBe(true);
+      expect(existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
+      expect(existsSync(path.join(dir, 'base', 'half-written'))).toBe(false);
+      expect(existsSync(`${dir}.initdb`)).toBe(false);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('a data directory holding files but no database is refused and left as it is', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    try {
+      mkdirSync(path.join(dataDir, 'pgdata'));
+      writeFileSync(path.join(dataDir, 'pgdata', 'notes.txt'), 'not a database');
+      await expect(openDatabase({ dataDir })).rejects.toThrow(/pgdata holds files but no database \(no PG_VERSION\)/);
+      expect(readdirSync(path.join(dataDir, 'pgdata'))).toEqual(['notes.txt']);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

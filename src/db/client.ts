@@ -59,8 +59,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   // session is shared by a few clients: enough that the thread always has the next query at hand.
   let dir: string | undefined;
   if (options.dataDir) {
+    mkdirSync(options.dataDir, { recursive: true });
     dir = path.resolve(options.dataDir, 'pgdata');
-    mkdirSync(dir, { recursive: true });
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
   }
   const thread = await PGliteThread.open(dir, PGLITE_OPTIONS);

@@ -17,6 +17,7 @@
 // lands in another client's transaction. The others wait in the worker's queue, so the worker has
 // the next batch at hand as soon as it finishes one.
 import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -184,10 +185,21 @@ import(module)
  * Creates a PGlite data directory (initdb) in a process of its own that then ends. initdb peaks at
  * some 800 MB; a thread of the server gave the WebAssembly memory back when it ended, but not the
  * C heap it had fragmented (an idle server on a new directory held 388 MB rather than 296 MB).
+ *
+ * initdb writes into `<dir>.initdb`, renamed to `dir` once complete, so a start stopped meanwhile
+ * (a kill, a crash) leaves no half-made database at `dir` for the next start to open; the next
+ * start removes what it left and begins again. A `dir` that holds files but no database is not
+ * touched: it is refused, since those files are not this function's to remove.
  */
 export async function createDataDir(dir: string, options: object): Promise<void> {
+  if (existsSync(dir) && readdirSync(dir).length > 0) {
+    throw new Error(`${dir} holds files but no database (no PG_VERSION): move them away, or set DATA_DIR elsewhere`);
+  }
+  const staging = `${dir}.initdb`;
+  const removeStaging = () => existsSync(staging) && rmSync(staging, { recursive: true });
+  removeStaging();
   const module = pgliteModule();
-  const child = spawn(process.execPath, ['-e', INITDB_SOURCE, JSON.stringify([module, dir, options])], {
+  const child = spawn(process.execPath, ['-e', INITDB_SOURCE, JSON.stringify([module, staging, options])], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -198,7 +210,13 @@ export async function createDataDir(dir: string, options: object): Promise<void>
     child.once('error', reject);
     child.once('close', resolve);
   });
-  if (code !== 0) throw new Error(`creating the database in ${dir} failed (exit ${code}): ${stderr.trim()}`);
+  if (code !== 0) {
+    removeStaging();
+    throw new Error(`creating the database in ${dir} failed (exit ${code}): ${stderr.trim()}`);
+  }
+  // An empty `dir` (made by hand, or by a version that made it before initdb) gives way.
+  if (existsSync(dir)) rmdirSync(dir);
+  renameSync(staging, dir);
 }
 
 /** PGlite running in its own thread (files under `dir`, or in memory). */
