@@ -12,11 +12,12 @@
 // For each: requests per second, p50/p99 latency, the server's peak RSS (VmHWM, reset before
 // each run) and the CPU time each party spent per request: the server process (for db-point, this
 // benchmark's process, the database client), that process's main thread alone (the one thread
-// that runs its JavaScript), PostgreSQL's processes, and autocannon (this process). Options: BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP
-// run), BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a
-// comma-separated list of hello, floor, row-read, comment-write, mcp-call; the ceiling always runs),
-// BENCH_ROUNDS (0: after the table, that many more pairs of the db ceiling and the row read, run
-// back to back, and the median of their ratios).
+// that runs its JavaScript), PostgreSQL's processes, and autocannon (this process). Options:
+// BENCH_SECONDS (10), BENCH_WARMUP (2, unmeasured seconds before each HTTP run),
+// BENCH_CONNECTIONS (50), BENCH_ROWS (1000), BENCH_ONLY (a comma-separated list of hello, floor,
+// row-read, comment-write, mcp-call; the ceiling always runs), BENCH_ROUNDS (0: after the table,
+// that many more pairs of the db ceiling and the row read, run back to back, and the median of
+// their ratios).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
