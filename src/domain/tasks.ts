@@ -125,16 +125,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       tenantId,
       rows.flatMap((r) => (r.author_user_id ? [r.author_user_id] : [])),
     );
-    return rows.map((row) => ({
-      id: row.id,
-      object: 'task_comment',
-      task_id: row.task_id,
-      content: row.content,
-      mentions: mentions.get(row.id) ?? [],
-      author: authorOf(row, authors),
-      created_at: iso(row.created_at),
-      edited_at: iso(row.edited_at),
-    }));
+    return rows.map((row) => toCommentRecord(row, mentions.get(row.id) ?? [], authorOf(row, authors)));
   }
 
   return {
@@ -268,13 +259,15 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
             )
             .execute();
         }
-        const [record] = await commentRecords(trx, tenantId, [row]);
+        // The new comment's mentions and author are the staff read above: no need to read them back.
+        const mentions = mentionIds.map((userId) => staff.get(userId) as PersonSummary);
+        const record = toCommentRecord(row, mentions, author);
         // Webhook event (issue 12), in this transaction: how a mention reaches people outside the product.
         await emitEvent?.(trx, tenantId, 'task.comment.created', {
           task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
-          comment: record as TaskCommentRecord,
+          comment: record,
         });
-        return record as TaskCommentRecord;
+        return record;
       });
     },
 
@@ -302,6 +295,19 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
  * A staff author as they are now; an integration (the API key that called) by its id and name,
  * with `email: null` since a key has none.
  */
+function toCommentRecord(row: CommentRow, mentions: PersonSummary[], author: PersonSummary): TaskCommentRecord {
+  return {
+    id: row.id,
+    object: 'task_comment',
+    task_id: row.task_id,
+    content: row.content,
+    mentions,
+    author,
+    created_at: iso(row.created_at),
+    edited_at: iso(row.edited_at),
+  };
+}
+
 function authorOf(row: CommentRow, staff: Map<string, PersonSummary>): PersonSummary {
   if (row.author_user_id !== null) {
     return staff.get(row.author_user_id) ?? { id: row.author_user_id, name: 'Former user', email: null };
