@@ -30,6 +30,12 @@ const PATH = '/api/v1/mcp';
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
 
+/**
+ * The request headers the SDK's transport reads (the body is parsed already). The others, the API
+ * key among them, stay out of the copy the SDK would hand to tool handlers.
+ */
+const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+
 const INSTRUCTIONS =
   'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
   'translations, knowledge gaps, custom and smart data sources), tasks, users, simulations, coverage, ' +
@@ -174,13 +180,9 @@ export function registerMcpRoutes(
           });
           await server.connect(transport);
           const headers = new Headers();
-          for (const [name, value] of Object.entries(request.headers)) {
-            if (
-              typeof value === 'string' &&
-              !['host', 'connection', 'content-length', 'transfer-encoding'].includes(name)
-            ) {
-              headers.set(name, value);
-            }
+          for (const name of TRANSPORT_HEADERS) {
+            const value = request.headers[name];
+            if (typeof value === 'string') headers.set(name, value);
           }
           const response = await transport.handleRequest(
             new Request(`http://localhost${request.url}`, { method: 'POST', headers }),
