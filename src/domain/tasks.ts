@@ -291,10 +291,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
   };
 }
 
-/**
- * A staff author as they are now; an integration (the API key that called) by its id and name,
- * with `email: null` since a key has none.
- */
+/** A comment as the API answers it, given its mentions (in the order written) and its author. */
 function toCommentRecord(row: CommentRow, mentions: PersonSummary[], author: PersonSummary): TaskCommentRecord {
   return {
     id: row.id,
@@ -308,6 +305,10 @@ function toCommentRecord(row: CommentRow, mentions: PersonSummary[], author: Per
   };
 }
 
+/**
+ * A staff author as they are now; an integration (the API key that called) by its id and name,
+ * with `email: null` since a key has none.
+ */
 function authorOf(row: CommentRow, staff: Map<string, PersonSummary>): PersonSummary {
   if (row.author_user_id !== null) {
     return staff.get(row.author_user_id) ?? { id: row.author_user_id, name: 'Former user', email: null };
