@@ -269,6 +269,14 @@ async function dbCeiling(name: string, query: (externalId: string) => Promise<un
   };
 }
 
+/** PGlite in this thread, on the point table's files (which nothing else holds open meanwhile). */
+async function openPointPGlite(pointDir: string | undefined) {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
+  await pglite.waitReady;
+  return pglite;
+}
+
 /**
  * The ceiling of issue #10: the point query as the driver sends it (unnamed statements), straight
  * on the database: PostgreSQL through the API's driver and pool of 10, or PGlite's own `query` in
@@ -288,9 +296,7 @@ async function unpreparedCeiling(
       await database.close();
     }
   }
-  const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
-  await pglite.waitReady;
+  const pglite = await openPointPGlite(pointDir);
   try {
     return await dbCeiling('db-point (ceiling)', (id) => pglite.query(POINT_SQL, [id]));
   } finally {
@@ -326,9 +332,7 @@ async function dbCeilings(
   await createPointTable(db, ROWS);
   await database.close();
   lines.push(await unpreparedCeiling(databaseUrl, schema, pointDir));
-  const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite(path.join(pointDir ?? '', 'pgdata'), PGLITE_OPTIONS);
-  await pglite.waitReady;
+  const pglite = await openPointPGlite(pointDir);
   const client = new pg.Client({
     stream: () => {
       const socket: ThreadSocket = new ThreadSocket({
