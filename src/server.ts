@@ -27,7 +27,7 @@ import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
-import { ErrorSchema } from './operations/schemas.js';
+import { addLowerCaseKeyword, ErrorSchema } from './operations/schemas.js';
 
 export interface AppDeps {
   config: Config;
@@ -54,8 +54,10 @@ function validatorCompilers() {
   // Bodies are taken as sent: `"true"` is not a boolean. Path and query strings are coerced.
   const body = new Ajv({ ...shared, coerceTypes: false });
   const strings = new Ajv({ ...shared, coerceTypes: 'array' as const });
-  addFormats.default(body);
-  addFormats.default(strings);
+  for (const ajv of [body, strings]) {
+    addFormats.default(ajv);
+    addLowerCaseKeyword(ajv);
+  }
   return { body, strings };
 }
 

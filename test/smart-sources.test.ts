@@ -136,6 +136,37 @@ describe('smart sources', () => {
     expect(await externalIds(key, 'second')).toEqual(['manual', 'prefix']);
   });
 
+  it('takes its id in upper case as the same id: the tag it writes and the one it purges are one (REST and MCP)', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'cased');
+    const smart = await newSmart(key, 'cased');
+    const upper = smart.id.toUpperCase();
+    const ingested = await ingest(key, upper, [{ external_id: 'u1', data: {} }]);
+    expect(ingested.status).toBe(200);
+    expect(ingested.body.data[0].tags).toEqual([smart.tag]);
+    await ingest(key, smart.id, [{ external_id: 'l1', data: {} }]);
+    const viaMcp = await t.call({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      key,
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'ingest_smart_source_rows',
+          arguments: { smart_source_id: upper, rows: [{ external_id: 'm1', data: {} }] },
+        },
+      },
+    });
+    expect(viaMcp.body.result.structuredContent.data[0].tags).toEqual([smart.tag]);
+
+    const purged = await t.call({ method: 'POST', url: `${SS}/${upper}/purge-rows`, key });
+    expect(purged.body).toEqual({ object: 'purge', deleted_count: 3 });
+    expect(await externalIds(key, 'cased')).toEqual([]);
+  });
+
   it("purges only its own tenant's rows", async () => {
     const a = await t.tenant();
     const b = await t.tenant();

@@ -100,7 +100,7 @@ export function createSmartSourceService({ db, dataSources }: { db: Db; dataSour
         );
       }
       try {
-        return await dataSources.upsertTaggedRows(tenantId, source.data_source_id, rows, smartSourceTag(id));
+        return await dataSources.upsertTaggedRows(tenantId, source.data_source_id, rows, smartSourceTag(source.id));
       } catch (error) {
         // The data source was deleted between the two reads.
         if (error instanceof NotFoundError) {
@@ -112,8 +112,8 @@ export function createSmartSourceService({ db, dataSources }: { db: Db; dataSour
 
     /** Spec rule 9: every row this smart source ever ingested, in any data source, by tag. */
     async purgeRows(tenantId: string, id: string) {
-      await find(tenantId, id);
-      const deleted = await dataSources.deleteRowsTagged(tenantId, smartSourceTag(id));
+      const source = await find(tenantId, id);
+      const deleted = await dataSources.deleteRowsTagged(tenantId, smartSourceTag(source.id));
       return { object: 'purge' as const, deleted_count: deleted };
     },
   };

@@ -193,21 +193,21 @@ export function createSourceService(deps: SourceServiceDeps) {
       const queued = await jobs.enqueue(trx, {
         kind: SOURCE_SYNC_JOB,
         tenantId,
-        payload: { source_id: id },
-        dedupeKey: `source-sync:${id}`,
+        payload: { source_id: source.id },
+        dedupeKey: `source-sync:${source.id}`,
         maxAttempts: 3,
       });
       if (queued.deduplicated) {
         const status = source.sync_status === 'syncing' ? 'syncing' : 'pending';
-        return { object: 'sync' as const, status, source_id: id };
+        return { object: 'sync' as const, status, source_id: source.id };
       }
       await trx
         .updateTable('sources')
         .set({ sync_status: 'pending', sync_error: null, updated_at: sql`now()` })
         .where('tenant_id', '=', tenantId)
-        .where('id', '=', id)
+        .where('id', '=', source.id)
         .execute();
-      return { object: 'sync' as const, status: 'pending' as const, source_id: id };
+      return { object: 'sync' as const, status: 'pending' as const, source_id: source.id };
     });
   }
 

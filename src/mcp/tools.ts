@@ -9,6 +9,7 @@ import { allows } from '../domain/scopes.js';
 import type { AuthContext } from '../http/auth.js';
 import { fromValidation } from '../http/errors.js';
 import { type Operation, toolName, WithStatus } from '../operations/registry.js';
+import { addLowerCaseKeyword } from '../operations/schemas.js';
 
 export interface ToolDefinition {
   name: string;
@@ -56,6 +57,7 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
     strict: false,
   });
   addFormats.default(ajv);
+  addLowerCaseKeyword(ajv);
   const tools = new Map<string, Tool>();
   for (const op of operations) {
     const params = propertiesOf(op.params);

@@ -1,12 +1,42 @@
 // Schemas shared by every area: ids, lists, the deleted acknowledgement, the error body.
 import { type TSchema, Type } from '@sinclair/typebox';
+import type { Ajv } from 'ajv';
+
+/** A schema keyword: validation lower-cases the string it marks (see `addLowerCaseKeyword`). */
+export const LOWER_CASE = 'x-lower-case';
 
 // A plain UUID: ajv's `uuid` format alone also takes a `urn:uuid:` prefix, which PostgreSQL does not.
 export const Uuid = Type.String({
   format: 'uuid',
   pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-  description: 'A UUID.',
+  description: 'A UUID, in either case; answered in lower case.',
+  [LOWER_CASE]: true,
 });
+
+/**
+ * UUIDs are case-insensitive (RFC 9562), and PostgreSQL compares them so, but a string sent in upper
+ * case and used as it came (a tag, a job's dedupe key, an id echoed back) would not match the same
+ * id in lower case. So validation lower-cases every value marked `x-lower-case`, wherever it sits
+ * (path, query, body, MCP arguments), before any handler sees it.
+ */
+export function addLowerCaseKeyword(ajv: Ajv): void {
+  ajv.addKeyword({
+    keyword: LOWER_CASE,
+    schemaType: 'boolean',
+    modifying: true,
+    validate: (
+      enabled: boolean,
+      data: unknown,
+      _schema: unknown,
+      place?: { parentData: unknown; parentDataProperty: string | number },
+    ) => {
+      if (enabled && typeof data === 'string' && place?.parentData) {
+        (place.parentData as Record<string | number, unknown>)[place.parentDataProperty] = data.toLowerCase();
+      }
+      return true;
+    },
+  });
+}
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
