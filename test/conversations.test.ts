@@ -253,6 +253,20 @@ describe('built-in rule 1: client functions and workflows named in the message',
       'validation_error',
       'client_functions[1].parameters',
     );
+    // Ajv throws rather than answers for these (a dialect it has not loaded, a $schema that is no
+    // string, a $ref to nothing): 422 all the same, never 500.
+    for (const parameters of [
+      { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' },
+      { $schema: 5 },
+      { type: 'object', properties: { a: { $ref: '#/definitions/missing' } } },
+    ]) {
+      expectError(
+        await send(key, { content: 'x', client_functions: [{ name: 'odd', parameters }] }),
+        422,
+        'validation_error',
+        'client_functions[0].parameters',
+      );
+    }
     expectError(
       await send(key, { content: 'x', client_functions: [WEATHER, WEATHER] }),
       422,

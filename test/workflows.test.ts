@@ -103,6 +103,32 @@ describe('workflows', () => {
       'validation_error',
       'input_schema',
     );
+    // Ajv throws rather than answers for these: 422 all the same, never 500.
+    for (const schema of [
+      { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' },
+      { $schema: 5 },
+      { $id: 5 },
+      { $ref: '#/definitions/missing' },
+    ]) {
+      const r = await t.call({
+        method: 'POST',
+        url: '/api/v1/workflows',
+        key,
+        body: { name: 'odd', input_schema: schema },
+      });
+      expectError(r, 422, 'validation_error', 'input_schema');
+      expect(r.body.error.message).toMatch(/^input_schema is not a JSON Schema \(draft-07\) this API can use: ./);
+    }
+    // The same $id twice is fine: a checked schema leaves nothing behind.
+    for (const name of ['first-with-id', 'second-with-id']) {
+      const r = await t.call({
+        method: 'POST',
+        url: '/api/v1/workflows',
+        key,
+        body: { name, input_schema: { $id: 'https://example.com/order', type: 'object' } },
+      });
+      expect(r.status).toBe(201);
+    }
   });
 
   it('delete answers the deleted acknowledgement, then 404', async () => {

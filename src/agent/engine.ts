@@ -27,6 +27,7 @@ import {
 } from '../domain/errors.js';
 import type { EmitEvent } from '../domain/events.js';
 import { newId } from '../lib/ids.js';
+import { jsonSchemaProblem } from '../lib/json-schema.js';
 import {
   type Citation,
   type ClientFunction,
@@ -187,10 +188,11 @@ export function checkClientFunctions(functions: ClientFunction[] | undefined, pa
     }
     seen.add(fn.name);
     if (fn.parameters === undefined) return;
-    if (!schemaChecker.validateSchema(fn.parameters)) {
+    const problem = jsonSchemaProblem(fn.parameters);
+    if (problem !== undefined) {
       throw new ValidationError(
         `${param}[${i}].parameters`,
-        `${param}[${i}].parameters is not a valid JSON Schema: ${schemaChecker.errorsText()}`,
+        `${param}[${i}].parameters is not a JSON Schema (draft-07) this API can use: ${problem}`,
       );
     }
     if (fn.parameters.type !== undefined && fn.parameters.type !== 'object') {

@@ -1,9 +1,9 @@
 // Workflows: server-side actions the agent may call. Created disabled; only an enabled workflow
 // is ever offered to the agent (spec: States, workflow enabled flag).
-import { Ajv } from 'ajv';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { newId } from '../lib/ids.js';
+import { jsonSchemaProblem } from '../lib/json-schema.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
 import { newestFirst, type Page, toList } from './pagination.js';
@@ -26,8 +26,6 @@ export interface NewWorkflow {
   trigger_phrases?: string[] | undefined;
   input_schema?: Record<string, unknown> | undefined;
 }
-
-const schemaChecker = new Ajv({ strict: false });
 
 const toRecord = (row: {
   id: string;
@@ -53,10 +51,11 @@ const toRecord = (row: {
 export function createWorkflowService({ db }: { db: Db }) {
   return {
     async createWorkflow(tenantId: string, input: NewWorkflow): Promise<WorkflowRecord> {
-      if (input.input_schema !== undefined && !schemaChecker.validateSchema(input.input_schema)) {
+      const problem = input.input_schema === undefined ? undefined : jsonSchemaProblem(input.input_schema);
+      if (problem !== undefined) {
         throw new ValidationError(
           'input_schema',
-          `input_schema is not a valid JSON Schema: ${schemaChecker.errorsText()}`,
+          `input_schema is not a JSON Schema (draft-07) this API can use: ${problem}`,
         );
       }
       try {
