@@ -56,6 +56,41 @@ describe('malformed requests', () => {
     );
   });
 
+  it('a body nesting more than 64 levels answers 400 bad_request, not a stack overflow; 64 are fine', async () => {
+    const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+    // {"name": …, "description": <n arrays>}: the body object is one level, the arrays the rest.
+    const deep = `{"name":"deep","description":${nest(5000)}}`;
+    for (const headers of [{}, { 'idempotency-key': 'deep-1' }] as Record<string, string>[]) {
+      const r = await t.call({
+        method: 'POST',
+        url: '/api/v1/apps',
+        key,
+        body: deep,
+        headers: { 'content-type': 'application/json', ...headers },
+      });
+      expectError(r, 400, 'bad_request');
+      expect(r.body.error.message).toBe('The request body nests more than 64 levels deep.');
+    }
+    // At the bound the body is parsed and reaches validation (a description is a string).
+    const atBound = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: `{"name":"deep","description":${nest(63)}}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(atBound, 422, 'validation_error', 'description');
+    const mcp = await t.call({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      key,
+      body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_apps","arguments":${nest(5000)}}}`,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    });
+    expect(mcp.status).toBe(400);
+    expect(mcp.body.error).toMatchObject({ code: -32600 });
+  });
+
   it('no body at all reads as an empty object: the first missing required field is named', async () => {
     expectError(
       await t.call({
