@@ -101,7 +101,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   // An empty body reads as no body, so bodiless POSTs work whatever the client sends.
   const jsonParser = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);

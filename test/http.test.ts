@@ -56,6 +56,46 @@ describe('malformed requests', () => {
     );
   });
 
+  it('a JSON null is a body that is not an object (400), not a missing one', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: 'null',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(r, 400, 'bad_request');
+  });
+
+  it('an operation that takes no body refuses one, rather than ignoring it; {} and no body are fine', async () => {
+    const source = await t.call({
+      method: 'POST',
+      url: '/api/v1/sources',
+      key,
+      body: { name: 'S', source_type: 'manual' },
+    });
+    const sync = `/api/v1/sources/${source.body.id}/sync`;
+    expectError(
+      await t.call({ method: 'POST', url: sync, key, body: { force: true } }),
+      422,
+      'validation_error',
+      'force',
+    );
+    expectError(await t.call({ method: 'POST', url: sync, key, body: [1] }), 400, 'bad_request');
+    // Plain text is not JSON, body or not (Fastify's own text/plain parser would take it).
+    for (const url of [sync, '/api/v1/apps']) {
+      const r = await t.call({ method: 'POST', url, key, body: 'hello', headers: { 'content-type': 'text/plain' } });
+      expectError(r, 400, 'bad_request');
+    }
+    expectError(
+      await t.call({ method: 'POST', url: sync, key, body: 'null', headers: { 'content-type': 'application/json' } }),
+      400,
+      'bad_request',
+    );
+    expect((await t.call({ method: 'POST', url: sync, key, body: {} })).status).toBe(202);
+    expect((await t.call({ method: 'POST', url: sync, key })).status).toBe(202);
+  });
+
   it('a body nesting more than 64 levels answers 400 bad_request, not a stack overflow; 64 are fine', async () => {
     const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
     // {"name": …, "description": <n arrays>}: the body object is one level, the arrays the rest.

@@ -3,7 +3,7 @@
 // document and the MCP tools. Scope checks, tenant scoping and error mapping live here once.
 import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ErrorCode } from '../domain/errors.js';
+import { BadRequestError, type ErrorCode, ValidationError } from '../domain/errors.js';
 import type { Scope } from '../domain/scopes.js';
 import type { Services } from '../domain/services.js';
 import type { AuthContext } from '../http/auth.js';
@@ -117,6 +117,30 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * No body at all reads as an empty object: bodiless calls to operations whose fields are all
+ * optional work, and a missing required field is named as such. A JSON `null` is a body, and not
+ * an object: validation refuses it (400).
+ */
+async function emptyBodyAsObject(request: FastifyRequest) {
+  if (request.body === undefined) request.body = {};
+}
+
+/**
+ * An operation that takes no body takes none, or `{}` (which some clients send with every POST);
+ * anything else would be silently ignored, so it is refused as an unknown field or a non-object.
+ */
+async function refuseBody(request: FastifyRequest) {
+  const body = request.body;
+  if (body === undefined) return;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequestError('This operation takes no request body.');
+  }
+  const [field] = Object.keys(body);
+  if (field !== undefined)
+    throw new ValidationError(field, `Unknown parameter: ${field}; this operation takes no body.`);
+}
+
 export function mountOperations(app: FastifyInstance, operations: Operation[], services: Services): void {
   const ErrorRef = Type.Ref('Error');
   for (const op of operations) {
@@ -127,15 +151,7 @@ export function mountOperations(app: FastifyInstance, operations: Operation[], s
       method: op.method,
       url: op.path,
       config: { operation: op },
-      // No body at all reads as an empty object: bodiless calls to operations whose fields are all
-      // optional work, and a missing required field is named as such.
-      ...(op.body
-        ? {
-            preValidation: async (request: FastifyRequest) => {
-              if (request.body === undefined || request.body === null) request.body = {};
-            },
-          }
-        : {}),
+      preValidation: op.body ? emptyBodyAsObject : refuseBody,
       schema: {
         operationId: op.id,
         tags: [op.tag],

@@ -178,8 +178,8 @@ function optionalBody<T extends TObject>(schema: T) {
 }
 
 function bodyObject<T extends object>(body: T | undefined): T | Record<string, never> {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== 'object' || Array.isArray(body))
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new BadRequestError('The request body must be a JSON object.');
   return body;
 }
