@@ -47,6 +47,24 @@ describe('the limit on the app', () => {
     expect((await t.call({ url: '/api/v1/apps' })).status).toBe(429);
   });
 
+  it('counts refused operator tokens too, so the control plane cannot be guessed at without end', async () => {
+    const t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    apps.push(t);
+    const wrong = { authorization: 'Bearer not-the-operator-token' };
+    for (let i = 0; i < 3; i++) {
+      const r = await t.call({ url: '/admin/v1/tenants', headers: wrong });
+      expect(r.status).toBe(401);
+      expect(r.headers['ratelimit-remaining']).toBe(String(2 - i));
+    }
+    const refused = await t.call({ url: '/admin/v1/tenants', headers: wrong });
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBeDefined();
+    // The right token is refused too until the window ends: the limit is per address, not per token.
+    expect(
+      (await t.call({ url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status,
+    ).toBe(429);
+  });
+
   it('lets requests pass uncounted while Redis does not answer', async () => {
     const database = await openDatabase({});
     await migrateToLatest(database.db);

@@ -9,6 +9,7 @@ import { ALL_SCOPES } from '../domain/scopes.js';
 import { TENANT_ID_PATTERN, type TenantService } from '../domain/tenants.js';
 import type { Authenticator } from '../http/auth.js';
 import { ERROR_CATALOGUE } from '../http/errors.js';
+import { hookList } from '../http/hooks.js';
 import { sameDigest, sha256Hex } from '../lib/ids.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../operations/schemas.js';
 
@@ -105,7 +106,11 @@ export function registerAdminRoutes(
   }
 
   app.register(async (admin) => {
-    admin.addHook('onRequest', requireOperator);
+    // A route hook, after the rate limit's (which is one too and runs first): an instance hook would
+    // run before it, so a wrong token would be refused uncounted and could be guessed without end.
+    admin.addHook('onRoute', (route) => {
+      route.onRequest = [...hookList(route.onRequest), requireOperator];
+    });
 
     admin.post(
       '/admin/v1/tenants',
