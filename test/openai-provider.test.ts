@@ -255,6 +255,50 @@ describe('openai provider', () => {
     expect(body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: callId, content: '"snow"' });
   });
 
+  it('a turn paused twice refuses a new result for a call its first step already used (409)', async () => {
+    const { key } = await t.tenant();
+    const TIME = { name: 'get_time', description: 'Local time', parameters: { type: 'object' } };
+    queue.push(toolCalls({ name: 'get_weather', args: '{"city":"Oslo"}' }));
+    const paused = await send(key, {
+      content: 'Weather and time in Oslo?',
+      client_functions: [WEATHER, TIME],
+      client_functions_mode: 'pause',
+    });
+    const weather = paused.body.function_calls[0].call_id;
+    const results = (results: object[]) =>
+      post(key, `/api/v1/messages/${paused.body.id}/function-results`, { results });
+    expect((await results([{ call_id: weather, output: 'snow' }])).status).toBe(200);
+    // Until the turn uses it, a result may be replaced.
+    expect((await results([{ call_id: weather, output: 'heavy snow' }])).status).toBe(200);
+    queue.push(toolCalls({ name: 'get_time', args: '{"zone":"CET"}' }));
+    const second = await post(key, `/api/v1/messages/${paused.body.id}/continue`, {});
+    expect(second.body.status).toBe('WAITING_CLIENT');
+    const time = second.body.function_calls[1].call_id;
+
+    expectError(await results([{ call_id: weather, output: 'TAMPERED' }]), 409, 'conflict', 'results[0].call_id');
+    expect((await results([{ call_id: time, output: '14:05' }])).status).toBe(200);
+    queue.push(text('Snowy, and it is 14:05.'));
+    const { result, calls } = await recording(() => post(key, `/api/v1/messages/${paused.body.id}/continue`, {}));
+    expect(result.body.status).toBe('COMPLETED');
+    expect(result.body.function_calls.map((c: Json) => c.output)).toEqual(['heavy snow', '14:05']);
+    const toolMessages = (calls[0] as { body: Json }).body.messages.filter((m: Json) => m.role === 'tool');
+    expect(toolMessages.map((m: Json) => m.content)).toEqual(['"heavy snow"', '"14:05"']);
+  });
+
+  it('a model answer the database cannot store (a NUL character) ends the turn FAILED, not in progress', async () => {
+    const { key } = await t.tenant();
+    queue.push(text('half \u0000 written'));
+    const sent = await send(key, { content: 'hello' });
+    expect(sent.status).toBe(200);
+    expect(sent.body).toMatchObject({ status: 'FAILED', error: { code: 'internal_error' } });
+    expect(sent.body.error.message).toMatch(/could not be stored; it was logged \(event [0-9a-f-]{36}\)/);
+    const conversation = await t.call({ url: `/api/v1/conversations/${sent.body.conversation_id}`, key });
+    expect(conversation.body.turn_in_progress).toBe(false);
+    queue.push(text('Fine now.'));
+    const next = await send(key, { content: 'again', conversation_id: sent.body.conversation_id });
+    expect(next.body).toMatchObject({ status: 'COMPLETED', content: 'Fine now.' });
+  });
+
   it('hands off through the transfer_to_agent tool and records a ticket', async () => {
     const { tenantId, key } = await t.tenant();
     const billing = await post(key, '/api/v1/agents', { name: 'Billing' });

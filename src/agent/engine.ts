@@ -332,13 +332,14 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     return row;
   }
 
-  async function release(tenantId: string, conversationId: string, turnId: string) {
-    await db
+  /** Frees the turn's conversation (with `executor`, the transaction that writes the turn's end, or the pool). */
+  async function release(executor: Db, rt: Runtime) {
+    await executor
       .updateTable('conversations')
       .set({ active_turn_id: null, active_turn_expires_at: null, updated_at: new Date() })
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', conversationId)
-      .where('active_turn_id', '=', turnId)
+      .where('tenant_id', '=', rt.tenantId)
+      .where('id', '=', rt.conversationId)
+      .where('active_turn_id', '=', rt.messageId)
       .execute();
   }
 
@@ -783,13 +784,28 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       try {
         await db.transaction().execute(async (trx) => {
           await writeTurn(trx, rt, status, { error });
+          await release(trx, rt);
+        });
+      } catch (caught) {
+        // The state cannot be stored (a value the database refuses, such as a NUL character in the
+        // model's text): the turn ends FAILED without it, rather than stay in progress. If the
+        // database itself is gone, this throws too, and the last resort below frees what it can.
+        status = 'FAILED';
+        const eventId = newId();
+        logError(caught, eventId);
+        error = {
+          code: 'internal_error',
+          message: `The turn's result could not be stored; it was logged (event ${eventId}).`,
+        };
+        await db.transaction().execute(async (trx) => {
           await trx
-            .updateTable('conversations')
-            .set({ active_turn_id: null, active_turn_expires_at: null, updated_at: new Date() })
+            .updateTable('messages')
+            .set({ status, error: JSON.stringify(error), updated_at: new Date() })
             .where('tenant_id', '=', rt.tenantId)
-            .where('id', '=', rt.conversationId)
-            .where('active_turn_id', '=', rt.messageId)
+            .where('id', '=', rt.messageId)
+            .where('status', 'in', ['IN_PROGRESS', 'WAITING_CLIENT'])
             .execute();
+          await release(trx, rt);
         });
       } finally {
         stopRenewing();
@@ -801,8 +817,8 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     })();
     run.catch((caught) => {
       settled.reject(caught);
-      // Last resort: the write itself failed (database gone). Free the conversation if we can.
-      release(rt.tenantId, rt.conversationId, rt.messageId).catch(() => undefined);
+      // Last resort: the database is gone. Free the conversation if we can.
+      release(db, rt).catch(() => undefined);
     });
     running.add(run);
     run
@@ -1047,6 +1063,19 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       .where('type', '=', 'client')
       .execute();
     const known = new Set(calls.map((c) => c.call_id));
+    // A paused turn has already used the results of its earlier steps: they are in its state.
+    const used = new Set<string>();
+    if (message.status === 'WAITING_CLIENT') {
+      const turn = await db
+        .selectFrom('agent_turns')
+        .select('state')
+        .where('tenant_id', '=', tenantId)
+        .where('message_id', '=', messageId)
+        .executeTakeFirst();
+      for (const item of (turn?.state as TurnState | undefined)?.items ?? []) {
+        if (item.type === 'result') used.add(item.call_id);
+      }
+    }
     const seen = new Set<string>();
     results.forEach((result, i) => {
       if (!known.has(result.call_id)) {
@@ -1058,7 +1087,11 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       if (seen.has(result.call_id)) {
         throw new InvalidParametersError(`results[${i}].call_id`, `The result of '${result.call_id}' is sent twice.`);
       }
-      if (message.status === 'IN_PROGRESS' && calls.find((c) => c.call_id === result.call_id)?.status !== 'pending') {
+      const usedAlready =
+        message.status === 'IN_PROGRESS'
+          ? calls.find((c) => c.call_id === result.call_id)?.status !== 'pending'
+          : used.has(result.call_id);
+      if (usedAlready) {
         throw new ConflictError(
           `The result of '${result.call_id}' was already used by the turn.`,
           `results[${i}].call_id`,
