@@ -227,6 +227,9 @@ describe('pause mode', () => {
       .executeTakeFirstOrThrow();
     expect(turn.client_functions).toEqual([WEATHER, TIME, NEW_FUNCTION]);
     expect(turn.context).toEqual({ page: '/checkout' });
+    // The continue's context replaces the conversation's, as a message's does.
+    const after = await request(key, `/api/v1/conversations/${done?.data.conversation_id}`);
+    expect(after.body.context).toEqual({ page: '/checkout' });
 
     const again = await request(key, `/api/v1/messages/${messageId}/continue`, {});
     expect(again.status).toBe(409);
@@ -257,6 +260,56 @@ describe('pause mode', () => {
     const resumed = await request(key, `/api/v1/messages/${paused.body.id}/continue`, {});
     expect(resumed.status).toBe(409);
     expect(resumed.body.error.message).toMatch(/abandoned/);
+    await stopServer();
+  });
+
+  it('a continue whose context the database refuses changes nothing: the turn stays paused and resumes later', async () => {
+    await startServer();
+    const { key } = await t.tenant();
+    const paused = await request(key, '/api/v1/messages', {
+      content: 'get_time',
+      client_functions: [TIME],
+      client_functions_mode: 'pause',
+      context: { page: '/a' },
+    });
+    await request(key, `/api/v1/messages/${paused.body.id}/function-results`, {
+      results: [{ call_id: paused.body.function_calls[0].call_id, output: 'noon' }],
+    });
+    const refused = await request(key, `/api/v1/messages/${paused.body.id}/continue`, { context: { a: 'b\u0000' } });
+    expect(refused.status).toBe(422);
+    expect((await request(key, `/api/v1/messages/${paused.body.id}`)).body.status).toBe('WAITING_CLIENT');
+    const conversation = await request(key, `/api/v1/conversations/${paused.body.conversation_id}`);
+    expect(conversation.body).toMatchObject({ context: { page: '/a' }, turn_in_progress: false });
+    const resumed = await request(key, `/api/v1/messages/${paused.body.id}/continue`, { context: { page: '/b' } });
+    expect(resumed.body).toMatchObject({ status: 'COMPLETED', content: 'get_time returned "noon".' });
+    await stopServer();
+  });
+
+  it("continue streams the client's results only; a workflow's result was streamed when it ran, with its status", async () => {
+    await startServer();
+    const { key } = await t.tenant();
+    const workflow = await request(key, '/api/v1/workflows', {
+      name: 'refund_order',
+      input_schema: { type: 'object', required: ['amount'] },
+    });
+    await t.call({ method: 'PUT', url: `/api/v1/workflows/${workflow.body.id}/enabled`, key, body: { enabled: true } });
+    const paused = await stream(key, '/api/v1/messages', {
+      content: 'refund_order please, and get_time',
+      client_functions: [TIME],
+      client_functions_mode: 'pause',
+    });
+    const first = paused.events.filter((e) => e.event === 'function_result').map((e) => e.data);
+    expect(first.map((r) => [r.name, r.status])).toEqual([['refund_order', 'failed']]);
+    const done = paused.events.at(-1)?.data;
+    expect(done.status).toBe('WAITING_CLIENT');
+    const time = paused.events.find((e) => e.event === 'function_call' && e.data.name === 'get_time')?.data.call_id;
+    await request(key, `/api/v1/messages/${done.message_id}/function-results`, {
+      results: [{ call_id: time, output: 'noon' }],
+    });
+    const resumed = await stream(key, `/api/v1/messages/${done.message_id}/continue`, {});
+    const then = resumed.events.filter((e) => e.event === 'function_result').map((e) => e.data);
+    expect(then.map((r) => [r.name, r.status, r.output])).toEqual([['get_time', 'completed', 'noon']]);
+    expect(resumed.events.at(-1)?.data.status).toBe('COMPLETED');
     await stopServer();
   });
 

@@ -1148,20 +1148,24 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           : `This turn is not paused (status ${message.status}).`,
       );
     }
-    const pending = await db
+    const calls = await db
       .selectFrom('function_calls')
-      .select('call_id')
+      .select(['call_id', 'status', 'type'])
       .where('tenant_id', '=', tenantId)
       .where('message_id', '=', messageId)
-      .where('status', '=', 'pending')
       .orderBy('position')
       .execute();
+    const pending = calls.filter((call) => call.status === 'pending');
     if (pending.length > 0) {
       throw new ConflictError(
         `The turn resumes when every call has a result; still missing: ${pending.map((p) => p.call_id).join(', ')}.`,
       );
     }
     checkClientFunctions(input.client_functions);
+    const clientFunctions = input.client_functions ?? (turn.client_functions as ClientFunction[]);
+    const context = input.context ?? turn.context;
+    // The functions and context sent now are stored with the claim: a value the database refuses
+    // (a NUL character) then leaves the turn paused, as if the continue had not been sent.
     await db.transaction().execute(async (trx) => {
       await claim(trx, tenantId, message.conversation_id, messageId);
       const resumed = await trx
@@ -1173,14 +1177,27 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         .returning('id')
         .executeTakeFirst();
       if (!resumed) throw new ConflictError('This turn is no longer paused.');
+      await trx
+        .updateTable('agent_turns')
+        .set({ client_functions: JSON.stringify(clientFunctions), context: JSON.stringify(context) })
+        .where('tenant_id', '=', tenantId)
+        .where('message_id', '=', messageId)
+        .execute();
+      // As a message's `context` does, a continue's replaces the conversation's (docs/agent.md).
+      if (input.context !== undefined) {
+        await trx
+          .updateTable('conversations')
+          .set({ context: JSON.stringify(input.context) })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', message.conversation_id)
+          .execute();
+      }
     });
 
     const agent =
       (message.agent_id ? await agents.findAgent(tenantId, message.agent_id) : undefined) ??
       (await agents.defaultAgent(tenantId));
     const state = turn.state as TurnState;
-    const clientFunctions = input.client_functions ?? (turn.client_functions as ClientFunction[]);
-    const context = input.context ?? turn.context;
     const settled = deferred<MessageRecord>();
     settled.promise.catch(() => undefined);
     const rt = runtimeFor(
@@ -1200,8 +1217,10 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     const last = [...state.items].reverse().find((item) => item.type === 'assistant');
     if (last?.type === 'assistant') {
       const results = await resultItems(rt, last.calls);
+      // The client's results, now used; a workflow's was streamed when the turn called it.
+      const clientCalls = new Set(calls.filter((call) => call.type === 'client').map((call) => call.call_id));
       for (const item of results) {
-        if (item.type === 'result') {
+        if (item.type === 'result' && clientCalls.has(item.call_id)) {
           rt.emit('function_result', {
             call_id: item.call_id,
             name: item.name,
