@@ -267,6 +267,22 @@ describe('custom data sources', () => {
     expect(await rowCount(source.id)).toBe(1);
   });
 
+  it("reads a declared field from the row's own keys: an optional field named like Object's methods may be left out", async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'cars', [
+      { name: 'constructor', type: 'string' },
+      { name: 'toString', type: 'number', required: true },
+    ]);
+    expect((await put(key, 'cars', 'c1', { data: { toString: 1 } })).status).toBe(201);
+    expectError(await put(key, 'cars', 'c2', { data: {} }), 422, 'missing_required_parameter', 'data.toString');
+    expectError(
+      await put(key, 'cars', 'c3', { data: { toString: 1, constructor: 5 } }),
+      422,
+      'validation_error',
+      'data.constructor',
+    );
+  });
+
   it('refuses data nested more than 32 levels (422 validation_error, param data), never a 500', async () => {
     const { key } = await t.tenant();
     await newSource(key, 'deep');

@@ -203,7 +203,8 @@ function checkData(param: string, data: Record<string, unknown>, fields: DataFie
   }
   for (const field of fields) {
     const at = `${param}.${field.name}`;
-    const value = data[field.name];
+    // Own keys only: a field named `constructor` or `toString` is absent, not Object's method.
+    const value = Object.hasOwn(data, field.name) ? data[field.name] : undefined;
     if (value === undefined || value === null) {
       if (field.required) throw new MissingParameterError(at, `Missing required field: ${at} (declared required).`);
       continue;
