@@ -47,6 +47,9 @@ describe('workflows', () => {
       body: { enabled: true },
     });
     expect(again.body.enabled).toBe(true);
+    // The current value again changes nothing, not even updated_at.
+    expect(again.body.updated_at).toBe(on.body.updated_at);
+    await new Promise((r) => setTimeout(r, 5));
     const off = await t.call({
       method: 'PUT',
       url: `/api/v1/workflows/${wf.id}/enabled`,
@@ -54,6 +57,7 @@ describe('workflows', () => {
       body: { enabled: false },
     });
     expect(off.body.enabled).toBe(false);
+    expect(off.body.updated_at > on.body.updated_at).toBe(true);
     const enabledOnly = await t.call({ url: '/api/v1/workflows?enabled=true', key });
     expect(enabledOnly.body.data.map((w: { id: string }) => w.id)).not.toContain(wf.id);
   });

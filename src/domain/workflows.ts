@@ -1,5 +1,6 @@
 // Workflows: server-side actions the agent may call. Created disabled; only an enabled workflow
 // is ever offered to the agent (spec: States, workflow enabled flag).
+import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { newId } from '../lib/ids.js';
@@ -98,9 +99,13 @@ export function createWorkflowService({ db }: { db: Db }) {
     },
 
     async setEnabled(tenantId: string, workflowId: string, enabled: boolean): Promise<WorkflowRecord> {
+      // Sending the current value changes nothing, `updated_at` included.
       const row = await db
         .updateTable('workflows')
-        .set({ enabled, updated_at: new Date() })
+        .set({
+          enabled,
+          updated_at: sql<Date>`case when enabled = ${enabled} then updated_at else ${new Date()} end`,
+        })
         .where('tenant_id', '=', tenantId)
         .where('id', '=', workflowId)
         .returningAll()
