@@ -102,6 +102,10 @@ describe('tenancy', () => {
     expect(tenantFromHost('127.0.0.1:8080', 'example.com')).toBeUndefined();
     expect(tenantFromHost('[::1]:8080', 'example.com')).toBeUndefined();
     expect(tenantFromHost('localhost', 'example.com')).toBeUndefined();
+    // A fully qualified name's trailing dot names the same host.
+    expect(tenantFromHost('acme.localhost.', 'localhost')).toBe('acme');
+    expect(tenantFromHost('acme.api.example.com.:443', 'api.example.com')).toBe('acme');
+    expect(tenantFromHost('api.example.com.', 'api.example.com')).toBeUndefined();
   });
 
   it("a key sent to another tenant's host answers 401 invalid_api_key; its own host and bare hosts work", async () => {
@@ -111,11 +115,9 @@ describe('tenancy', () => {
       (await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${a.tenantId}.localhost` } })).status,
     ).toBe(200);
     expect((await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: '127.0.0.1:8080' } })).status).toBe(200);
-    expectError(
-      await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${b.tenantId}.localhost` } }),
-      401,
-      'invalid_api_key',
-    );
+    for (const host of [`${b.tenantId}.localhost`, `${b.tenantId}.localhost.`, `${b.tenantId}.localhost.:8080`]) {
+      expectError(await t.call({ url: '/api/v1/apps', key: a.key, headers: { host } }), 401, 'invalid_api_key');
+    }
   });
 
   it("another tenant's records are invisible: 404 on every id-bearing route, absent from lists", async () => {

@@ -32,7 +32,9 @@ export function tenantFromHost(hostHeader: string | undefined, baseDomain: strin
   if (!hostHeader) return undefined;
   let host = hostHeader.toLowerCase();
   if (host.startsWith('[')) return undefined;
-  host = host.replace(/:\d+$/, '');
+  // Without the port, and without the trailing dot of a fully qualified name (`acme.example.com.`
+  // is the same host as `acme.example.com`).
+  host = host.replace(/:\d+$/, '').replace(/\.$/, '');
   if (isIP(host) || host === baseDomain || host === 'localhost') return undefined;
   const suffix = `.${baseDomain}`;
   if (!host.endsWith(suffix)) return undefined;
