@@ -1,7 +1,7 @@
 // Authentication, tenancy and scopes (spec: Authentication; DESIGN.md §3) and the control plane
 // that manages tenants and keys (DESIGN.md §2).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tenantFromHost } from '../src/http/auth.js';
+import { isOwnHost, tenantFromHost } from '../src/http/auth.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
@@ -106,6 +106,16 @@ describe('tenancy', () => {
     expect(tenantFromHost('acme.localhost.', 'localhost')).toBe('acme');
     expect(tenantFromHost('acme.api.example.com.:443', 'api.example.com')).toBe('acme');
     expect(tenantFromHost('api.example.com.', 'api.example.com')).toBeUndefined();
+  });
+
+  it("knows its own hosts (for the MCP endpoint's Origin check): BASE_DOMAIN and below, loopback, IPs, PUBLIC_URL", () => {
+    for (const host of ['api.example.com', 'acme.api.example.com:443', 'localhost:8080', '10.0.0.5', '[::1]:8080']) {
+      expect(isOwnHost(host, 'api.example.com', undefined), host).toBe(true);
+    }
+    expect(isOwnHost('evil.example', 'api.example.com', undefined)).toBe(false);
+    expect(isOwnHost('notapi.example.com', 'api.example.com', undefined)).toBe(false);
+    expect(isOwnHost('support.shop.example', 'api.example.com', 'https://support.shop.example')).toBe(true);
+    expect(isOwnHost('support.shop.example.:443', 'api.example.com', 'https://support.shop.example')).toBe(true);
   });
 
   it("a key sent to another tenant's host answers 401 invalid_api_key; its own host and bare hosts work", async () => {

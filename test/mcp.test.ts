@@ -227,6 +227,24 @@ describe('MCP transport rules', () => {
     expect((await json(evil)).error).toMatchObject({ type: 'permission_error', code: 'forbidden_origin' });
     const allowed = await rpc(initialize('2025-06-18'), { origin: 'https://inspector.example' });
     expect(allowed.status).toBe(200);
+
+    // The API's own origin passes: the host the request was sent to, when it is one of the API's.
+    const { tenantId, key: own } = await t.tenant();
+    const call = (host: string, origin: string) =>
+      t.call({
+        method: 'POST',
+        url: '/api/v1/mcp',
+        key: own,
+        headers: { host, origin, accept: 'application/json, text/event-stream' },
+        body: initialize('2025-06-18'),
+      });
+    for (const host of ['127.0.0.1:8080', 'localhost:8080', `${tenantId}.localhost:8080`, `${tenantId}.localhost.`]) {
+      expect((await call(host, `http://${host}`)).status, host).toBe(200);
+    }
+    // DNS rebinding: the attacker's name points at us, and the page sends it as Origin and as Host.
+    const rebound = await call('evil.example:8080', 'http://evil.example:8080');
+    expect(rebound.status).toBe(403);
+    expect(rebound.body.error.code).toBe('forbidden_origin');
   });
 
   it.each([undefined, 'some-session'])('GET streams heartbeats (session id %s) and nothing else', async (session) => {

@@ -24,21 +24,35 @@ export const KEY_CACHE_TTL_MS = 900;
 const KEY_CACHE_MAX = 10_000;
 const USAGE_FLUSH_MS = 10_000;
 
+/** A Host header's name: lower case, without the port or a fully qualified name's trailing dot. */
+function hostName(hostHeader: string): string {
+  const host = hostHeader.toLowerCase();
+  if (host.startsWith('[')) return host.slice(1, host.indexOf(']') > 0 ? host.indexOf(']') : undefined);
+  // `acme.example.com.` is the same host as `acme.example.com`.
+  return host.replace(/:\d+$/, '').replace(/\.$/, '');
+}
+
 /**
  * The tenant a request's Host names: `<tenant>.<BASE_DOMAIN>`. A bare host (BASE_DOMAIN itself,
  * localhost, an IP address, or any other name) names none, and the key's tenant is used.
  */
 export function tenantFromHost(hostHeader: string | undefined, baseDomain: string): string | undefined {
   if (!hostHeader) return undefined;
-  let host = hostHeader.toLowerCase();
-  if (host.startsWith('[')) return undefined;
-  // Without the port, and without the trailing dot of a fully qualified name (`acme.example.com.`
-  // is the same host as `acme.example.com`).
-  host = host.replace(/:\d+$/, '').replace(/\.$/, '');
+  const host = hostName(hostHeader);
   if (isIP(host) || host === baseDomain || host === 'localhost') return undefined;
   const suffix = `.${baseDomain}`;
   if (!host.endsWith(suffix)) return undefined;
   return host.slice(0, -suffix.length) || undefined;
+}
+
+/**
+ * Whether a Host names this API: BASE_DOMAIN or a name under it, `localhost`, an IP address, or the
+ * host of PUBLIC_URL. A browser page on any other name (DNS rebinding points one at us) is not ours.
+ */
+export function isOwnHost(hostHeader: string, baseDomain: string, publicUrl: string | undefined): boolean {
+  const host = hostName(hostHeader);
+  if (isIP(host) || host === 'localhost' || host === baseDomain || host.endsWith(`.${baseDomain}`)) return true;
+  return publicUrl !== undefined && host === hostName(new URL(publicUrl).host);
 }
 
 export function createAuthenticator({

@@ -18,7 +18,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import type { AuthContext } from '../http/auth.js';
+import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
@@ -73,13 +73,17 @@ export function registerMcpRoutes(
     streams.clear();
   });
 
-  /** DNS-rebinding protection: a browser Origin must be the API's own or an allowed one. */
+  /**
+   * DNS-rebinding protection: a browser Origin must be an allowed one, or the API's own: the host
+   * the request was sent to, when that is a name of this API (a rebound name is the attacker's,
+   * sent as both Origin and Host).
+   */
   function checkOrigin(request: FastifyRequest): void {
     const origin = request.headers.origin;
     if (origin === undefined) return;
     if (config.mcpAllowedOrigins.includes(origin)) return;
     try {
-      if (new URL(origin).host === request.host) return;
+      if (new URL(origin).host === request.host && isOwnHost(request.host, config.baseDomain, config.publicUrl)) return;
     } catch {
       /* not a URL: refused below */
     }
