@@ -20,7 +20,7 @@ import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
-import { errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
+import { clientErrorHandler, errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
 import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -81,6 +81,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
+    clientErrorHandler: clientErrorHandler(config.publicUrl),
     return503OnClosing: true,
     // Router errors (bad percent-encoding, an over-long path segment) in the spec's error shape too.
     frameworkErrors: (error, request, reply) => {

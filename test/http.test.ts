@@ -1,5 +1,6 @@
 // The HTTP contract every operation shares (spec: Errors, Limits; DESIGN.md §4–5): the error
 // body, malformed input, bounds, limits, request ids, rate limiting and Idempotency-Key.
+import { type AddressInfo, connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
@@ -156,6 +157,33 @@ describe('malformed requests', () => {
       headers: { 'content-type': 'application/json' },
     });
     expectError(r, 400, 'bad_request');
+  });
+
+  it("requests Node's HTTP parser refuses answer in the error shape too (400, 413 for oversized headers)", async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as AddressInfo;
+    const raw = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.end(request));
+        let answer = '';
+        socket.on('data', (chunk) => {
+          answer += chunk;
+        });
+        socket.on('close', () => resolve(answer));
+        socket.on('error', reject);
+      });
+    const cases: [string, number, string][] = [
+      ['POST /api/v1/apps HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'bad_request'],
+      ['GET /api/v1/apps HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', 400, 'bad_request'],
+      [`GET /api/v1/apps HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 413, 'request_too_large'],
+    ];
+    for (const [request, status, code] of cases) {
+      const answer = await raw(request);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head).toContain('application/json');
+      expect(JSON.parse(body as string).error).toMatchObject({ type: 'invalid_request_error', code });
+    }
   });
 
   it('an unknown route answers 404 not_found with the error body', async () => {

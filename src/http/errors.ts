@@ -1,6 +1,8 @@
 // The one place errors become HTTP answers (spec: Errors; DESIGN.md §4). Every error body is
 // `{error: {type, code, message, param?, doc_url, event_id?}}`; the status and type come from the
 // code's entry in the catalogue, never from message text.
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isForeignKeyViolation, isInputRejected, isQueryCanceled, isUniqueViolation } from '../db/errors.js';
@@ -202,6 +204,33 @@ function fromFastify(error: FastifyError): { code: ErrorCode; message: string } 
       }
       return undefined;
   }
+}
+
+/**
+ * Requests Node's HTTP parser refuses (a malformed request line or header, headers over the size
+ * limit, a request that does not arrive in time) never reach Fastify's routes or error handler;
+ * this answers them in the spec's error shape too, then closes the connection. Their Host is not
+ * known, so `doc_url` uses PUBLIC_URL or `http://localhost`, as `publicOrigin` falls back to.
+ */
+export function clientErrorHandler(publicUrl: string | undefined) {
+  return (error: Error & { code?: string }, socket: Duplex): void => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [code, message]: [ErrorCode, string] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['request_too_large', 'The request headers are too large.']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['bad_request', 'The request did not arrive in time.']
+          : ['bad_request', 'The request is not valid HTTP.'];
+    const { status, body } = errorBody(publicUrl ?? 'http://localhost', code, message);
+    const text = JSON.stringify(body);
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      );
+    }
+    socket.destroy(error);
+  };
 }
 
 export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
