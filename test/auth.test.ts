@@ -244,6 +244,32 @@ describe('control plane', () => {
     );
   });
 
+  it('lists tenants newest first, page by page, and refuses a cursor it did not issue', async () => {
+    // Created in this order, named against it, so neither alphabetical order passes for newest first.
+    const ids = ['aa-list-1', 'mm-list-2', 'zz-list-3'];
+    for (const id of ids) {
+      await t.call({ method: 'POST', url: '/admin/v1/tenants', headers: admin, body: { tenant_id: id, name: id } });
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { id: string }[]; next_cursor: string | null } } = await t.call({
+        url: `/admin/v1/tenants?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+        headers: admin,
+      });
+      seen.push(...page.body.data.map((tenant) => tenant.id));
+      cursor = page.body.next_cursor;
+    } while (cursor !== null);
+    expect(seen.slice(0, 3)).toEqual([...ids].reverse());
+    expect(new Set(seen).size).toBe(seen.length);
+    expectError(
+      await t.call({ url: `/admin/v1/tenants?cursor=${Buffer.from('x y').toString('base64url')}`, headers: admin }),
+      422,
+      'validation_error',
+      'cursor',
+    );
+  });
+
   it('refuses a scope outside the catalogue (422 naming it) and an expiry in the past', async () => {
     expectError(
       await t.call({

@@ -1,5 +1,6 @@
 // Tenants and their API keys, and the operator tokens of the control plane. Secrets are shown
 // once, at creation, and stored only as SHA-256 hashes (DESIGN.md §3).
+import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { newId, newSecret, sha256Hex } from '../lib/ids.js';
@@ -116,14 +117,22 @@ export function createTenantService({ db }: { db: Db }) {
       }
     },
 
+    /** Newest first, as every list; the cursor is the last tenant shown, placed by its creation. */
     async listTenants(page: Page) {
       let query = db
         .selectFrom('tenants')
         .selectAll()
-        .orderBy('id')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
         .limit(page.limit + 1);
       if (page.cursor !== undefined) {
-        query = query.where('id', '>', Buffer.from(page.cursor, 'base64url').toString('utf8'));
+        const after = Buffer.from(page.cursor, 'base64url').toString('utf8');
+        if (!new RegExp(TENANT_ID_PATTERN).test(after)) {
+          throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+        }
+        query = query.where(
+          sql<boolean>`(created_at, id) < (select t.created_at, t.id from tenants t where t.id = ${after})`,
+        );
       }
       const rows = await query.execute();
       return toList(
