@@ -151,7 +151,8 @@ export function mountOperations(app: FastifyInstance, operations: Operation[], s
       method: op.method,
       url: op.path,
       config: { operation: op },
-      preValidation: op.body ? emptyBodyAsObject : refuseBody,
+      // Fastify reads no body for GET: nothing to refuse, and no hook on the hottest reads.
+      ...(op.method === 'GET' ? {} : { preValidation: op.body ? emptyBodyAsObject : refuseBody }),
       schema: {
         operationId: op.id,
         tags: [op.tag],
