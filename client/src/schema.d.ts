@@ -2297,7 +2297,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 key_id: string;
             };
             cookie?: never;
@@ -2319,7 +2319,7 @@ export interface operations {
                         expires_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_used_at: string | null;
@@ -2388,7 +2388,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 key_id: string;
             };
             cookie?: never;
@@ -2410,7 +2410,7 @@ export interface operations {
                         expires_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_used_at: string | null;
@@ -2488,7 +2488,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 key_id: string;
             };
             cookie?: never;
@@ -2510,7 +2510,7 @@ export interface operations {
                         expires_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_used_at: string | null;
@@ -2588,7 +2588,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 key_id: string;
             };
             cookie?: never;
@@ -2610,7 +2610,7 @@ export interface operations {
                         expires_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_used_at: string | null;
@@ -2809,7 +2809,7 @@ export interface operations {
                             email: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -2977,7 +2977,7 @@ export interface operations {
                             expires_at: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             last_used_at: string | null;
@@ -3080,7 +3080,7 @@ export interface operations {
                         expires_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_used_at: string | null;
@@ -3180,7 +3180,7 @@ export interface operations {
                         email: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -3278,7 +3278,7 @@ export interface operations {
                             handoff_agent_ids: string[];
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             instructions: string | null;
@@ -3389,7 +3389,7 @@ export interface operations {
                         handoff_agent_ids: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         instructions: string | null;
@@ -3485,7 +3485,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 agent_id: string;
             };
             cookie?: never;
@@ -3508,7 +3508,7 @@ export interface operations {
                         handoff_agent_ids: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         instructions: string | null;
@@ -3766,7 +3766,7 @@ export interface operations {
                             head_commit_id: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -3875,7 +3875,7 @@ export interface operations {
                         head_commit_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -3992,7 +3992,7 @@ export interface operations {
                         head_commit_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -4189,7 +4189,7 @@ export interface operations {
                         data: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             app_id: string;
                             /**
@@ -4204,7 +4204,7 @@ export interface operations {
                             }[];
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             message: string;
@@ -4316,7 +4316,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         app_id: string;
                         /**
@@ -4331,7 +4331,7 @@ export interface operations {
                         }[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         message: string;
@@ -4442,7 +4442,7 @@ export interface operations {
                         data: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             commit_id: string;
                             content: string;
@@ -4532,7 +4532,7 @@ export interface operations {
     listConversations: {
         parameters: {
             query?: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 agent_id?: string;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
@@ -4555,7 +4555,7 @@ export interface operations {
                         data: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             agent_id: string;
                             context: {
@@ -4568,7 +4568,7 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             language: string | null;
@@ -4651,7 +4651,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 conversation_id: string;
             };
             cookie?: never;
@@ -4667,7 +4667,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         agent_id: string;
                         context: {
@@ -4680,7 +4680,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         language: string | null;
@@ -4772,7 +4772,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 conversation_id: string;
             };
             cookie?: never;
@@ -4800,7 +4800,7 @@ export interface operations {
                             content: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             conversation_id: string;
                             /**
@@ -4832,20 +4832,20 @@ export interface operations {
                             handoff: {
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 agent_id: string;
                                 agent_name: string;
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 ticket_id: string;
                             } | null;
                             hidden: boolean;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             in_reply_to: string | null;
@@ -4939,7 +4939,7 @@ export interface operations {
     getCoverage: {
         parameters: {
             query?: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id?: string;
             };
             header?: never;
@@ -5072,7 +5072,7 @@ export interface operations {
                             error: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /**
@@ -5087,7 +5087,7 @@ export interface operations {
                             processed: number;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             referential_id: string;
                             started_at: string | null;
@@ -5172,7 +5172,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     referential_id: string;
                 };
@@ -5203,7 +5203,7 @@ export interface operations {
                         error: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /**
@@ -5218,7 +5218,7 @@ export interface operations {
                         processed: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         referential_id: string;
                         started_at: string | null;
@@ -5300,7 +5300,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 evaluation_id: string;
             };
             cookie?: never;
@@ -5331,7 +5331,7 @@ export interface operations {
                         error: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /**
@@ -5346,7 +5346,7 @@ export interface operations {
                         processed: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         referential_id: string;
                         started_at: string | null;
@@ -5434,7 +5434,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 evaluation_id: string;
             };
             cookie?: never;
@@ -5458,7 +5458,7 @@ export interface operations {
                             question: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             question_id: string;
                         }[];
@@ -5546,7 +5546,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     referential_id: string;
                 };
@@ -5786,7 +5786,7 @@ export interface operations {
                             domain_count: number;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -5892,7 +5892,7 @@ export interface operations {
                         domain_count: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -5986,7 +5986,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
             };
             cookie?: never;
@@ -6008,7 +6008,7 @@ export interface operations {
                         domain_count: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -6093,7 +6093,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
             };
             cookie?: never;
@@ -6184,7 +6184,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
             };
             cookie?: never;
@@ -6215,7 +6215,7 @@ export interface operations {
                         old_domain: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         referential_id: string;
                         /** @description Questions moved from old_domain to new_domain. */
@@ -6309,7 +6309,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
             };
             cookie?: never;
@@ -6333,7 +6333,7 @@ export interface operations {
                             domain: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -6346,7 +6346,7 @@ export interface operations {
                             question: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             referential_id: string;
                         }[];
@@ -6361,7 +6361,7 @@ export interface operations {
                         object: "list";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         referential_id: string;
                     };
@@ -6437,7 +6437,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
             };
             cookie?: never;
@@ -6472,7 +6472,7 @@ export interface operations {
                             domain: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -6485,7 +6485,7 @@ export interface operations {
                             question: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             referential_id: string;
                         }[];
@@ -6609,7 +6609,7 @@ export interface operations {
                             }[];
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -6735,7 +6735,7 @@ export interface operations {
                         }[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -6860,7 +6860,7 @@ export interface operations {
                         }[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -7068,7 +7068,7 @@ export interface operations {
                             external_id: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             score: number | null;
@@ -7181,7 +7181,7 @@ export interface operations {
                         external_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         score: number | null;
@@ -7304,7 +7304,7 @@ export interface operations {
                         external_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         score: number | null;
@@ -7333,7 +7333,7 @@ export interface operations {
                         external_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         score: number | null;
@@ -7564,7 +7564,7 @@ export interface operations {
                             external_id: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             score: number | null;
@@ -7755,7 +7755,7 @@ export interface operations {
                 limit?: number;
                 /** @description Full-text search. */
                 q?: string;
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 source_id?: string;
             };
             header?: never;
@@ -7780,7 +7780,7 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             language: string;
@@ -7879,7 +7879,7 @@ export interface operations {
                     page_id?: string;
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     source_id?: string;
                     title: string;
@@ -7902,7 +7902,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         language: string;
@@ -8003,7 +8003,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 document_id: string;
             };
             cookie?: never;
@@ -8025,7 +8025,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         language: string;
@@ -8117,7 +8117,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 document_id: string;
             };
             cookie?: never;
@@ -8213,7 +8213,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 document_id: string;
             };
             cookie?: never;
@@ -8236,12 +8236,12 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             document_id: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             language: string;
@@ -8332,7 +8332,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 document_id: string;
             };
             cookie?: never;
@@ -8365,12 +8365,12 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         document_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         language: string;
@@ -8483,7 +8483,7 @@ export interface operations {
                     page_ids?: string[];
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     source_id?: string;
                 };
@@ -8602,7 +8602,7 @@ export interface operations {
                             document_id: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             message_id: string | null;
@@ -8691,7 +8691,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
             };
             cookie?: never;
@@ -8715,7 +8715,7 @@ export interface operations {
                         document_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         message_id: string | null;
@@ -8808,7 +8808,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
             };
             cookie?: never;
@@ -8818,7 +8818,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     document_id?: string;
                     language?: string;
@@ -8845,7 +8845,7 @@ export interface operations {
                         document_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         message_id: string | null;
@@ -8956,7 +8956,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
             };
             cookie?: never;
@@ -8980,7 +8980,7 @@ export interface operations {
                         document_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         message_id: string | null;
@@ -9082,7 +9082,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
             };
             cookie?: never;
@@ -9114,7 +9114,7 @@ export interface operations {
                         document_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         message_id: string | null;
@@ -9268,7 +9268,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     agent_id?: string;
                     /** @description Functions the application lends the agent for this turn. */
@@ -9293,7 +9293,7 @@ export interface operations {
                     };
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     conversation_id?: string;
                     /** @description An application-sent event: needs conversation_id; the reply has role system. */
@@ -9324,7 +9324,7 @@ export interface operations {
                         content: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         conversation_id: string;
                         /**
@@ -9356,20 +9356,20 @@ export interface operations {
                         handoff: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             agent_id: string;
                             agent_name: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             ticket_id: string;
                         } | null;
                         hidden: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         in_reply_to: string | null;
@@ -9469,7 +9469,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
             };
             cookie?: never;
@@ -9496,7 +9496,7 @@ export interface operations {
                         content: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         conversation_id: string;
                         /**
@@ -9528,20 +9528,20 @@ export interface operations {
                         handoff: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             agent_id: string;
                             agent_name: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             ticket_id: string;
                         } | null;
                         hidden: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         in_reply_to: string | null;
@@ -9632,7 +9632,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
             };
             cookie?: never;
@@ -9678,7 +9678,7 @@ export interface operations {
                         content: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         conversation_id: string;
                         /**
@@ -9710,20 +9710,20 @@ export interface operations {
                         handoff: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             agent_id: string;
                             agent_name: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             ticket_id: string;
                         } | null;
                         hidden: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         in_reply_to: string | null;
@@ -9832,7 +9832,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
             };
             cookie?: never;
@@ -9857,7 +9857,7 @@ export interface operations {
                         comment: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         conversation_id: string;
                         /**
@@ -9867,12 +9867,12 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         message_id: string;
                         /** @enum {string} */
@@ -9970,7 +9970,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
             };
             cookie?: never;
@@ -9995,12 +9995,12 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         conversation_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         message_id: string;
                         /** @enum {string} */
@@ -10128,7 +10128,7 @@ export interface operations {
                             description: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -10217,12 +10217,12 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     agent_id?: string;
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     default_persona_id?: string;
                     description?: string;
@@ -10249,7 +10249,7 @@ export interface operations {
                         description: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -10344,7 +10344,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -10369,7 +10369,7 @@ export interface operations {
                         description: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -10455,7 +10455,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -10546,9 +10546,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 thread_id: string;
             };
             cookie?: never;
@@ -10558,7 +10558,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     persona_id?: string;
                     /** @description Replace personal data; true when absent. */
@@ -10585,7 +10585,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         dataset_id: string;
                         expected_agent_id: string | null;
@@ -10603,7 +10603,7 @@ export interface operations {
                         expected_type: "answer" | "tool_call" | "handoff" | "no_answer";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @description Free data; `source_conversation_id` on imported cases, `language` sets the turn language. */
@@ -10722,7 +10722,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -10739,7 +10739,7 @@ export interface operations {
                         data: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             agent_id: string;
                             agent_name: string;
@@ -10751,7 +10751,7 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             dataset_id: string;
                             dataset_name: string;
@@ -10760,7 +10760,7 @@ export interface operations {
                             failed_tests: number;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -10854,7 +10854,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -10864,7 +10864,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     agent_id?: string;
                 };
@@ -10880,7 +10880,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         agent_id: string;
                         agent_name: string;
@@ -10892,7 +10892,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         dataset_id: string;
                         dataset_name: string;
@@ -10901,7 +10901,7 @@ export interface operations {
                         failed_tests: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -11013,7 +11013,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -11039,7 +11039,7 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             dataset_id: string;
                             expected_agent_id: string | null;
@@ -11057,7 +11057,7 @@ export interface operations {
                             expected_type: "answer" | "tool_call" | "handoff" | "no_answer";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description Free data; `source_conversation_id` on imported cases, `language` sets the turn language. */
@@ -11158,7 +11158,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
@@ -11215,7 +11215,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         dataset_id: string;
                         expected_agent_id: string | null;
@@ -11233,7 +11233,7 @@ export interface operations {
                         expected_type: "answer" | "tool_call" | "handoff" | "no_answer";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @description Free data; `source_conversation_id` on imported cases, `language` sets the turn language. */
@@ -11338,9 +11338,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 test_case_id: string;
             };
             cookie?: never;
@@ -11456,7 +11456,7 @@ export interface operations {
                             description: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -11557,7 +11557,7 @@ export interface operations {
                         description: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -11645,7 +11645,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 run_id: string;
             };
             cookie?: never;
@@ -11661,7 +11661,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         agent_id: string;
                         agent_name: string;
@@ -11673,7 +11673,7 @@ export interface operations {
                         created_at: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         dataset_id: string;
                         dataset_name: string;
@@ -11682,7 +11682,7 @@ export interface operations {
                         failed_tests: number;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -11776,7 +11776,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 run_id: string;
             };
             cookie?: never;
@@ -11806,7 +11806,7 @@ export interface operations {
                             expected_type: "answer" | "tool_call" | "handoff" | "no_answer";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -11829,7 +11829,7 @@ export interface operations {
                                 handoff: {
                                     /**
                                      * Format: uuid
-                                     * @description A UUID.
+                                     * @description A UUID, in either case; answered in lower case.
                                      */
                                     agent_id: string;
                                     agent_name: string;
@@ -11861,7 +11861,7 @@ export interface operations {
                             reason: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             run_id: string;
                             score: number | null;
@@ -11870,7 +11870,7 @@ export interface operations {
                             status: "pending" | "running" | "passed" | "failed";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             test_case_id: string;
                         }[];
@@ -11976,7 +11976,7 @@ export interface operations {
                             data_source_id: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -12085,7 +12085,7 @@ export interface operations {
                         data_source_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -12171,7 +12171,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
             };
             cookie?: never;
@@ -12193,7 +12193,7 @@ export interface operations {
                         data_source_id: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -12279,7 +12279,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
             };
             cookie?: never;
@@ -12370,7 +12370,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
             };
             cookie?: never;
@@ -12415,7 +12415,7 @@ export interface operations {
                             external_id: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             score: number | null;
@@ -12521,7 +12521,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
             };
             cookie?: never;
@@ -12641,7 +12641,7 @@ export interface operations {
                             domain: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             last_synced_at: string | null;
@@ -12769,7 +12769,7 @@ export interface operations {
                         domain: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_synced_at: string | null;
@@ -12860,7 +12860,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 source_id: string;
             };
             cookie?: never;
@@ -12887,7 +12887,7 @@ export interface operations {
                         domain: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_synced_at: string | null;
@@ -12978,7 +12978,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 source_id: string;
             };
             cookie?: never;
@@ -13020,7 +13020,7 @@ export interface operations {
                         domain: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         last_synced_at: string | null;
@@ -13120,7 +13120,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 source_id: string;
             };
             cookie?: never;
@@ -13211,7 +13211,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 source_id: string;
             };
             cookie?: never;
@@ -13229,7 +13229,7 @@ export interface operations {
                         object: "sync";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         source_id: string;
                         /** @description `never_synced` → `pending` (queued) → `syncing` → `synced` or `failed`. */
@@ -13328,7 +13328,7 @@ export interface operations {
                                 email: string | null;
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 id: string;
                                 name: string;
@@ -13342,7 +13342,7 @@ export interface operations {
                             description: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description `TASK-<n>`, numbered 1, 2, 3… per workspace without gaps. */
@@ -13431,7 +13431,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     assignee_id?: string;
                     description?: string;
@@ -13451,7 +13451,7 @@ export interface operations {
                             email: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -13465,7 +13465,7 @@ export interface operations {
                         description: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @description `TASK-<n>`, numbered 1, 2, 3… per workspace without gaps. */
@@ -13569,7 +13569,7 @@ export interface operations {
                             email: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -13583,7 +13583,7 @@ export interface operations {
                         description: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @description `TASK-<n>`, numbered 1, 2, 3… per workspace without gaps. */
@@ -13694,7 +13694,7 @@ export interface operations {
                                 email: string | null;
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 id: string;
                                 name: string;
@@ -13708,7 +13708,7 @@ export interface operations {
                             edited_at: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description The staff users mentioned, in the order sent. */
@@ -13716,7 +13716,7 @@ export interface operations {
                                 email: string | null;
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 id: string;
                                 name: string;
@@ -13725,7 +13725,7 @@ export interface operations {
                             object: "task_comment";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             task_id: string;
                         }[];
@@ -13816,7 +13816,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     author_id?: string;
                     content: string;
@@ -13838,7 +13838,7 @@ export interface operations {
                             email: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -13852,7 +13852,7 @@ export interface operations {
                         edited_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @description The staff users mentioned, in the order sent. */
@@ -13860,7 +13860,7 @@ export interface operations {
                             email: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -13869,7 +13869,7 @@ export interface operations {
                         object: "task_comment";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         task_id: string;
                     };
@@ -13989,14 +13989,14 @@ export interface operations {
                             deleted: boolean;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
                             object: "task_link";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             target_id: string;
                             /**
@@ -14006,7 +14006,7 @@ export interface operations {
                             target_type: "conversation" | "ticket" | "feedback" | "message" | "knowledge_update_request";
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             task_id: string;
                             /**
@@ -14102,7 +14102,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uuid
-                     * @description A UUID.
+                     * @description A UUID, in either case; answered in lower case.
                      */
                     target_id: string;
                     /**
@@ -14136,14 +14136,14 @@ export interface operations {
                         deleted: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
                         object: "task_link";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         target_id: string;
                         /**
@@ -14153,7 +14153,7 @@ export interface operations {
                         target_type: "conversation" | "ticket" | "feedback" | "message" | "knowledge_update_request";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         task_id: string;
                         /**
@@ -14186,14 +14186,14 @@ export interface operations {
                         deleted: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
                         object: "task_link";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         target_id: string;
                         /**
@@ -14203,7 +14203,7 @@ export interface operations {
                         target_type: "conversation" | "ticket" | "feedback" | "message" | "knowledge_update_request";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         task_id: string;
                         /**
@@ -14293,7 +14293,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 link_id: string;
                 /** @description The task UUID or its identifier `TASK-<n>`. */
                 task_id: string;
@@ -14324,14 +14324,14 @@ export interface operations {
                         deleted: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
                         object: "task_link";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         target_id: string;
                         /**
@@ -14341,7 +14341,7 @@ export interface operations {
                         target_type: "conversation" | "ticket" | "feedback" | "message" | "knowledge_update_request";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         task_id: string;
                         /**
@@ -14422,7 +14422,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 link_id: string;
                 /** @description The task UUID or its identifier `TASK-<n>`. */
                 task_id: string;
@@ -14453,14 +14453,14 @@ export interface operations {
                         deleted: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
                         object: "task_link";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         target_id: string;
                         /**
@@ -14470,7 +14470,7 @@ export interface operations {
                         target_type: "conversation" | "ticket" | "feedback" | "message" | "knowledge_update_request";
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         task_id: string;
                         /**
@@ -14576,7 +14576,7 @@ export interface operations {
                             email: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             name: string;
@@ -14586,7 +14586,7 @@ export interface operations {
                             permissions: {
                                 /**
                                  * Format: uuid
-                                 * @description A UUID.
+                                 * @description A UUID, in either case; answered in lower case.
                                  */
                                 id: string;
                                 /** @description A name from the permission catalogue. */
@@ -14699,7 +14699,7 @@ export interface operations {
                         email: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -14709,7 +14709,7 @@ export interface operations {
                         permissions: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description A name from the permission catalogue. */
@@ -14740,7 +14740,7 @@ export interface operations {
                         email: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -14750,7 +14750,7 @@ export interface operations {
                         permissions: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description A name from the permission catalogue. */
@@ -14836,7 +14836,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 user_id: string;
             };
             cookie?: never;
@@ -14858,7 +14858,7 @@ export interface operations {
                         email: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -14868,7 +14868,7 @@ export interface operations {
                         permissions: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description A name from the permission catalogue. */
@@ -14959,7 +14959,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 user_id: string;
             };
             cookie?: never;
@@ -14982,7 +14982,7 @@ export interface operations {
                             created_at: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description What happened, for people: "Ana mentioned you on TASK-3: …". */
@@ -14994,7 +14994,7 @@ export interface operations {
                             type: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             user_id: string;
                         }[];
@@ -15075,7 +15075,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 user_id: string;
             };
             cookie?: never;
@@ -15103,7 +15103,7 @@ export interface operations {
                         email: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         name: string;
@@ -15113,7 +15113,7 @@ export interface operations {
                         permissions: {
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @description A name from the permission catalogue. */
@@ -15210,7 +15210,7 @@ export interface operations {
             path: {
                 /** @description The permission `id` listed on the user, or the permission name. */
                 permission_id: string;
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 user_id: string;
             };
             cookie?: never;
@@ -15301,7 +15301,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 delivery_id: string;
             };
             cookie?: never;
@@ -15325,12 +15325,12 @@ export interface operations {
                         delivered_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         endpoint_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         event_id: string;
                         event_type: string;
@@ -15425,7 +15425,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 delivery_id: string;
             };
             cookie?: never;
@@ -15449,12 +15449,12 @@ export interface operations {
                         delivered_at: string | null;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         endpoint_id: string;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         event_id: string;
                         event_type: string;
@@ -15586,7 +15586,7 @@ export interface operations {
                             events: string[];
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             /** @enum {string} */
@@ -15698,7 +15698,7 @@ export interface operations {
                         events: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -15785,7 +15785,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -15810,7 +15810,7 @@ export interface operations {
                         events: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -15895,7 +15895,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -15986,7 +15986,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -16021,7 +16021,7 @@ export interface operations {
                         events: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -16122,7 +16122,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -16147,12 +16147,12 @@ export interface operations {
                             delivered_at: string | null;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             endpoint_id: string;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             event_id: string;
                             event_type: string;
@@ -16252,7 +16252,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
             };
             cookie?: never;
@@ -16277,7 +16277,7 @@ export interface operations {
                         events: string[];
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         /** @enum {string} */
@@ -16391,7 +16391,7 @@ export interface operations {
                             enabled: boolean;
                             /**
                              * Format: uuid
-                             * @description A UUID.
+                             * @description A UUID, in either case; answered in lower case.
                              */
                             id: string;
                             input_schema: {
@@ -16506,7 +16506,7 @@ export interface operations {
                         enabled: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         input_schema: {
@@ -16603,7 +16603,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 workflow_id: string;
             };
             cookie?: never;
@@ -16626,7 +16626,7 @@ export interface operations {
                         enabled: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         input_schema: {
@@ -16714,7 +16714,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 workflow_id: string;
             };
             cookie?: never;
@@ -16805,7 +16805,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A UUID. */
+                /** @description A UUID, in either case; answered in lower case. */
                 workflow_id: string;
             };
             cookie?: never;
@@ -16834,7 +16834,7 @@ export interface operations {
                         enabled: boolean;
                         /**
                          * Format: uuid
-                         * @description A UUID.
+                         * @description A UUID, in either case; answered in lower case.
                          */
                         id: string;
                         input_schema: {
