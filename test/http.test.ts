@@ -97,7 +97,7 @@ describe('malformed requests', () => {
     expect((await t.call({ method: 'POST', url: sync, key })).status).toBe(202);
   });
 
-  it('a body nesting more than 64 levels answers 400 bad_request, not a stack overflow; 64 are fine', async () => {
+  it('a body nesting more than 64 levels answers 422 naming the field, not a stack overflow; 64 are fine', async () => {
     const nest = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
     // {"name": …, "description": <n arrays>}: the body object is one level, the arrays the rest.
     const deep = `{"name":"deep","description":${nest(5000)}}`;
@@ -109,8 +109,8 @@ describe('malformed requests', () => {
         body: deep,
         headers: { 'content-type': 'application/json', ...headers },
       });
-      expectError(r, 400, 'bad_request');
-      expect(r.body.error.message).toBe('The request body nests more than 64 levels deep.');
+      expectError(r, 422, 'validation_error', 'description');
+      expect(r.body.error.message).toBe('description nests more than 64 levels deep.');
     }
     // At the bound the body is parsed and reaches validation (a description is a string).
     const atBound = await t.call({

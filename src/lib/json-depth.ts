@@ -15,3 +15,13 @@ export function nestsDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean {
   }
   return false;
 }
+
+/**
+ * The first field of a body object whose value makes the body nest more than `max` levels (the
+ * body itself is one), to be named as the `param` of the refusal. A body that is not an object is
+ * refused by validation before anything walks it.
+ */
+export function tooDeepField(body: unknown, max = MAX_JSON_DEPTH): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  return Object.keys(body).find((key) => nestsDeeperThan((body as Record<string, unknown>)[key], max - 1));
+}
