@@ -358,6 +358,29 @@ describe('custom data sources', () => {
     expect((await t.call({ url: `${BASE}/bulk/rows/r5`, key })).body.data).toEqual({ i: 'five' });
   });
 
+  it('writes batches over the same rows at once, sent in opposite orders, without a deadlock (all 200)', async () => {
+    // On PostgreSQL two statements locking the same rows in opposite orders deadlock, and one fails.
+    const { key } = await t.tenant();
+    await newSource(key, 'racing');
+    const ids = Array.from({ length: 100 }, (_, i) => `id-${i}`);
+    const batch = (order: string[]) =>
+      t.call({
+        method: 'POST',
+        url: `${BASE}/racing/rows/batch`,
+        key,
+        body: { rows: order.map((external_id) => ({ external_id, data: {} })) },
+      });
+    expect((await batch(ids)).status).toBe(200);
+    const statuses: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => batch(i % 2 === 0 ? ids : [...ids].reverse())),
+      );
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  });
+
   it('lists rows newest first with a cursor, and filters by tag', async () => {
     const { key } = await t.tenant();
     await newSource(key, 'listing');

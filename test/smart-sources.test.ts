@@ -167,6 +167,22 @@ describe('smart sources', () => {
     expect(await externalIds(key, 'cased')).toEqual([]);
   });
 
+  it('purges while it ingests the same rows without a deadlock: every answer is 200', async () => {
+    const { key } = await t.tenant();
+    await newSource(key, 'busy');
+    const smart = await newSmart(key, 'busy');
+    const rows = Array.from({ length: 100 }, (_, i) => ({ external_id: `r-${i}`, data: { i } }));
+    const statuses: number[] = [];
+    for (let round = 0; round < 6; round++) {
+      const answers = await Promise.all([
+        ...Array.from({ length: 8 }, () => ingest(key, smart.id, rows)),
+        ...Array.from({ length: 3 }, () => t.call({ method: 'POST', url: `${SS}/${smart.id}/purge-rows`, key })),
+      ]);
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  });
+
   it("purges only its own tenant's rows", async () => {
     const a = await t.tenant();
     const b = await t.tenant();

@@ -367,14 +367,22 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     }
   }
 
-  /** One INSERT … ON CONFLICT for every row; `xmax = 0` tells a fresh insert from an update. */
+  /** UTF-8 byte order: PostgreSQL's `collate "C"`, whatever the database's own collation. */
+  const compareKeys = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+  /**
+   * One INSERT … ON CONFLICT for every row; `xmax = 0` tells a fresh insert from an update. The rows
+   * go in `external_id` order, the order every write and delete of several rows locks them in, so
+   * two batches over the same rows (sent in different orders) wait for each other, not deadlock.
+   */
   async function writeRows(
     executor: Kysely<Database>,
     tableName: string,
     rows: NormalizedRow[],
     textParam: string,
   ): Promise<{ record: RowRecord; created: boolean }[]> {
-    const values = rows.map(
+    const inLockOrder = [...rows].sort((a, b) => compareKeys(a.external_id, b.external_id));
+    const values = inLockOrder.map(
       (row) =>
         sql`(${newId()}::uuid, ${row.external_id}, ${JSON.stringify(row.data)}::jsonb, ${row.tags}::text[], ${row.searchable_text}, ${row.content}, now())`,
     );
@@ -635,8 +643,13 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
           .execute();
         let deleted = 0;
         for (const source of sources) {
+          // Rows locked in `external_id` order first, as writes lock them: a purge racing an ingest
+          // of the same rows then waits for it rather than deadlocking.
+          const table = sql.table(source.table_name);
           const result = await sql`
-            delete from ${sql.table(source.table_name)} where tags @> array[${tag}]::text[]`.execute(trx);
+            delete from ${table} where external_id in (
+              select external_id from ${table} where tags @> array[${tag}]::text[]
+              order by external_id collate "C" for update)`.execute(trx);
           deleted += Number(result.numAffectedRows ?? 0n);
         }
         return deleted;
