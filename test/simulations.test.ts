@@ -150,6 +150,21 @@ describe('datasets', () => {
     expect(second.body.has_more).toBe(false);
   });
 
+  it('a test case created while its dataset is deleted answers 201 or 404, never a 422 about a missing reference', async () => {
+    const { key } = await t.tenant();
+    const statuses: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const ds = await dataset(key);
+      const url = `/api/v1/simulation/datasets/${ds.id}/test-cases`;
+      const answers = await Promise.all([
+        ...Array.from({ length: 10 }, () => post(key, url, { question: 'q', expected_type: 'no_answer' })),
+        del(key, `/api/v1/simulation/datasets/${ds.id}`),
+      ]);
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    expect(statuses.filter((status) => status !== 201 && status !== 200 && status !== 404)).toEqual([]);
+  });
+
   it('delete answers the deleted acknowledgement; the dataset, its test cases and runs then answer 404', async () => {
     const { key } = await t.tenant();
     const ds = await dataset(key);

@@ -399,14 +399,16 @@ export function createDatasetStore({ db }: { db: Db }) {
       await checkTestCase(tenantId, input);
       const id = newId();
       await db.transaction().execute(async (trx) => {
-        // The dataset row is locked so concurrent creates number their cases one after another.
-        await trx
+        // The dataset row is locked so concurrent creates number their cases one after another; it
+        // may have been deleted since it was read (then 404, as for a create sent after the delete).
+        const locked = await trx
           .selectFrom('simulation_datasets')
           .select('id')
           .where('tenant_id', '=', tenantId)
           .where('id', '=', datasetId)
           .forUpdate()
           .executeTakeFirst();
+        if (!locked) throw new NotFoundError('simulation dataset', datasetId);
         let position = input.order;
         if (position === undefined) {
           const last = await trx
