@@ -209,6 +209,40 @@ describe('question extraction', () => {
     );
   });
 
+  it("leaves out a simulation run's conversations: they are not the customers'", async () => {
+    const { key, tenantId } = await t.tenant();
+    expect((await send(key, 'How do I export my invoices as PDF?')).status).toBe(200);
+    const agent = await t.database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    await seedConversations(tenantId, agent.id, ['Is the zebra widget warranty two years long?']);
+    // The seeded conversation is marked as a simulation's, as a run marks the ones it holds.
+    const seeded = await t.database.db
+      .selectFrom('messages')
+      .select('conversation_id')
+      .where('tenant_id', '=', tenantId)
+      .where('content', '=', 'Is the zebra widget warranty two years long?')
+      .executeTakeFirstOrThrow();
+    await t.database.db
+      .insertInto('simulation_conversations')
+      .values({ conversation_id: seeded.conversation_id, tenant_id: tenantId, run_id: newId(), test_case_id: newId() })
+      .execute();
+    const created = await t.call({ method: 'POST', url: '/api/v1/coverage/referentials', key, body: { name: 'R' } });
+    await t.call({ method: 'POST', url: '/api/v1/coverage/extract', key, body: { referential_id: created.body.id } });
+    await t.jobs.runUntilIdle();
+    expect(await status(key)).toMatchObject({
+      status: 'completed',
+      total_conversations: 1,
+      processed_conversations: 1,
+    });
+    const list = await t.call({ url: `/api/v1/coverage/referentials/${created.body.id}/questions?limit=100`, key });
+    expect(list.body.data.map((q: { question: string }) => q.question)).toEqual([
+      'How do I export my invoices as PDF?',
+    ]);
+  });
+
   it('a workspace without conversations completes at once with 0 of 0 and 100 percent', async () => {
     const { key } = await t.tenant();
     const created = await t.call({

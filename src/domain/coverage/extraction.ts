@@ -118,6 +118,20 @@ export interface ExtractionServiceDeps {
   batchSize?: number;
 }
 
+/**
+ * The conversations a run reads: the workspace's, started by the cutoff, and a customer's: those a
+ * simulation run holds with the agent are kept out of what describes customers (docs/simulations.md).
+ */
+function customerConversations(db: Db, tenantId: string, cutoff: Date) {
+  return db
+    .selectFrom('conversations')
+    .where('tenant_id', '=', tenantId)
+    .where('created_at', '<=', cutoff)
+    .where('id', 'not in', (eb) =>
+      eb.selectFrom('simulation_conversations').select('conversation_id').where('tenant_id', '=', tenantId),
+    );
+}
+
 export function createExtractionService(deps: ExtractionServiceDeps) {
   const { db, jobs } = deps;
   const batchSize = deps.batchSize ?? DEFAULT_EXTRACTION_BATCH;
@@ -148,11 +162,8 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
           .forUpdate()
           .executeTakeFirst();
 
-        let conversationsQuery = trx
-          .selectFrom('conversations')
+        let conversationsQuery = customerConversations(trx, tenantId, run.cutoff_at)
           .select('id')
-          .where('tenant_id', '=', tenantId)
-          .where('created_at', '<=', run.cutoff_at)
           .orderBy('id')
           .limit(batchSize);
         if (run.last_conversation_id)
@@ -303,11 +314,8 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
           const referentialId = await requireReferential(trx, tenantId, input.referential_id, { from: 'body' });
           const cutoff = await sql<{ now: Date }>`select now() as now`.execute(trx);
           const cutoffAt = cutoff.rows[0]?.now ?? new Date();
-          const total = await trx
-            .selectFrom('conversations')
+          const total = await customerConversations(trx, tenantId, cutoffAt)
             .select(sql<number>`count(*)::int`.as('n'))
-            .where('tenant_id', '=', tenantId)
-            .where('created_at', '<=', cutoffAt)
             .executeTakeFirstOrThrow();
           const row = (await trx
             .insertInto('coverage_extractions')
