@@ -32,6 +32,8 @@ export interface Config {
   autoSyncIntervalMinutes: number;
   /** How often an idle job worker looks for due jobs. */
   jobPollMs: number;
+  /** How long stopping waits for running jobs before aborting them (they are then retried). */
+  jobStopGraceMs: number;
   /** One webhook delivery attempt may take this long (WEBHOOK_TIMEOUT_MS). */
   webhookTimeoutMs: number;
   /** Delay before the first webhook retry, doubling per attempt (WEBHOOK_RETRY_BASE_MS). */
@@ -150,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateTargets: bool(env, 'ALLOW_PRIVATE_TARGETS', false),
     autoSyncIntervalMinutes: int(env, 'AUTO_SYNC_INTERVAL_MINUTES', 1440, 1, 525_600),
     jobPollMs: int(env, 'JOB_POLL_MS', 1000, 10, 600_000),
+    jobStopGraceMs: int(env, 'JOB_STOP_GRACE_MS', 10_000, 0, 600_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),

@@ -126,7 +126,12 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
 
   // The durable job queue (src/jobs/queue.ts); serve.ts starts its workers after listen.
-  const jobs = createJobQueue({ db, log: app.log, pollMs: config.jobPollMs });
+  const jobs = createJobQueue({
+    db,
+    log: app.log,
+    pollMs: config.jobPollMs,
+    stopGraceMs: config.jobStopGraceMs,
+  });
   registerWebhookDelivery(jobs, {
     db,
     allowPrivateTargets: config.allowPrivateTargets,

@@ -378,6 +378,50 @@ describe('website sync', () => {
     expect((await syncJobs(source.id)).map((j) => j.status)).toEqual(['succeeded']);
   });
 
+  it('a sync stopped by a shutdown is not a failed sync: the queue runs it again and it completes', async () => {
+    const stopping = await startTestApp({ ALLOW_PRIVATE_TARGETS: 'true', JOB_STOP_GRACE_MS: '50' });
+    try {
+      const { key: k } = await stopping.tenant();
+      const site = await newSite();
+      let release!: () => void;
+      site.gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      site.html('/', '<body><a href="/slow">slow</a><p>Start.</p></body>');
+      site.html('/slow', '<body><p>Slow page.</p></body>');
+      const created = await stopping.call({
+        method: 'POST',
+        url: '/api/v1/sources',
+        key: k,
+        body: { name: 'Stopped', source_type: 'website', domain: site.origin },
+      });
+      const id = created.body.id as string;
+      const read = async () => (await stopping.call({ url: `/api/v1/sources/${id}`, key: k })).body;
+      await stopping.call({ method: 'POST', url: `/api/v1/sources/${id}/sync`, key: k });
+      stopping.jobs.start(); // the workers of a running server
+      const deadline = Date.now() + 10_000;
+      while ((await read()).sync_status !== 'syncing' || !site.fetched('/slow')) {
+        if (Date.now() > deadline) throw new Error('never syncing');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await stopping.jobs.stop(); // the grace period passes: the crawl is aborted
+      expect(await read()).toMatchObject({ sync_status: 'syncing', sync_error: null });
+      const job = stopping.database.db.selectFrom('jobs').where('dedupe_key', '=', `source-sync:${id}`);
+      expect((await job.select('status').executeTakeFirstOrThrow()).status).toBe('queued');
+
+      release();
+      await stopping.database.db
+        .updateTable('jobs')
+        .set({ run_at: new Date() })
+        .where('dedupe_key', '=', `source-sync:${id}`)
+        .execute();
+      await stopping.jobs.runUntilIdle();
+      expect(await read()).toMatchObject({ sync_status: 'synced', sync_error: null, document_count: 2 });
+    } finally {
+      await stopping.close();
+    }
+  });
+
   it('a site that cannot be read fails the sync with a readable sync_error and keeps the documents', async () => {
     const site = await linkedSite();
     const source = await createSource({ name: 'Flaky', source_type: 'website', domain: site.origin });

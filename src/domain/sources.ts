@@ -239,6 +239,9 @@ export function createSourceService(deps: SourceServiceDeps) {
       await setStatus(tenantId, sourceId, 'synced', { sync_error: null, synced: true });
       await deps.emitEvent?.(db, tenantId, 'source.sync.completed', { source: await get(tenantId, sourceId) });
     } catch (error) {
+      // Stopped (the server is stopping, or the lease passed to another worker): not the site's
+      // failure, and the source's status is not ours to write now. The queue runs it again.
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? error;
       if (error instanceof CrawlError || error instanceof OutboundRequestError) {
         // The site's answer, not ours: report it and wait for the next request or schedule.
         await setStatus(tenantId, sourceId, 'failed', { sync_error: error.message });

@@ -276,6 +276,9 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     fetched += batch.length;
     await Promise.all(batch.map(visit));
   }
+  // A page cut off by the stop reads as unreadable: a stopped crawl never answers, since an answer
+  // missing pages would have their documents removed.
+  if (options.signal?.aborted) throw new CrawlError('The sync was stopped.');
 
   if (pages.size === 0 && firstError !== undefined) {
     throw new CrawlError(`No page of ${origin} could be read: ${firstError}`);
