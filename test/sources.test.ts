@@ -528,6 +528,12 @@ describe('website sync', () => {
       content: 'Eins\nZwei\nDrei\nVier\nFünf',
     });
   });
+
+  it('titles a page without <title> or <h1> by its path, decoded where it decodes (/%ff does not)', async () => {
+    const body = '<html><body><p>Text.</p></body></html>';
+    expect((await extractPage(body, new URL('http://x.test/caf%C3%A9'))).title).toBe('/café');
+    expect((await extractPage(body, new URL('http://x.test/%ff'))).title).toBe('/%ff');
+  });
 });
 
 describe('manual sync and auto-sync', () => {

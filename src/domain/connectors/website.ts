@@ -134,7 +134,7 @@ export async function extractPage(
   const title =
     $('title').first().text().replace(/\s+/g, ' ').trim() ||
     $('h1').first().text().replace(/\s+/g, ' ').trim() ||
-    decodeURIComponent(url.pathname);
+    pathTitle(url.pathname);
 
   $(DROPPED).remove();
   // A page's header (logo, menu) goes; an article's own header (its heading) stays.
@@ -166,6 +166,15 @@ export async function extractPage(
     noindex: /\bnoindex\b|\bnone\b/.test(robots),
     nofollow: /\bnofollow\b|\bnone\b/.test(robots),
   };
+}
+
+/** A path as a title: percent-decoded where it decodes (`/%ff` does not, and is kept as it is). */
+function pathTitle(pathname: string): string {
+  try {
+    return decodeURIComponent(pathname);
+  } catch {
+    return pathname;
+  }
 }
 
 /** Crawls a website. Throws CrawlError when nothing could be read at all. */
