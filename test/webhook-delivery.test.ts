@@ -15,7 +15,11 @@ import { buildApp } from '../src/server.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 type Received = { headers: http.IncomingHttpHeaders; body: string; path: string };
-type Answer = number | 'hang' | { status: number; location: string };
+type Answer =
+  | number
+  | 'hang'
+  | { status: number; location: string }
+  | { status: number; bytes: number; chunked: boolean };
 
 /** A local receiver answering from a script of statuses (then 200), recording every request. */
 async function startReceiver() {
@@ -29,6 +33,11 @@ async function startReceiver() {
       // `/always-500` fails every time; other paths answer from the script, then 200.
       const answer = req.url?.includes('/always-500') ? 500 : (script.shift() ?? 200);
       if (answer === 'hang') return; // never answers: the attempt times out
+      if (typeof answer === 'object' && 'bytes' in answer) {
+        const body = 'x'.repeat(answer.bytes);
+        res.writeHead(answer.status, answer.chunked ? {} : { 'content-length': answer.bytes }).end(body);
+        return;
+      }
       if (typeof answer === 'object') {
         res.writeHead(answer.status, { location: answer.location }).end();
         return;
@@ -259,6 +268,29 @@ describe('webhook delivery', () => {
     expect(refused).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null });
     expect(refused.last_error).toBeTruthy();
     await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${closed.id}`, key });
+  });
+
+  it('a 2xx with a long answer is a success: the first 64 KiB are read, the rest is not waited for', async () => {
+    const { tenantId, key } = await t.tenant();
+    const endpoint = await createEndpoint(key);
+    receiver.script.push(
+      { status: 200, bytes: 100_000, chunked: false },
+      { status: 200, bytes: 100_000, chunked: true },
+    );
+    await createUser(tenantId, key, 'Ada');
+    await createUser(tenantId, key, 'Grace');
+    await t.jobs.runUntilIdle();
+    const list = await deliveries(key, endpoint.id);
+    expect(
+      list.map((d: { status: string; attempts: number; last_status_code: number }) => [
+        d.status,
+        d.attempts,
+        d.last_status_code,
+      ]),
+    ).toEqual([
+      ['succeeded', 1, 200],
+      ['succeeded', 1, 200],
+    ]);
   });
 
   it('replaying a delivery sends the same event again with the same webhook-id, freshly signed', async () => {

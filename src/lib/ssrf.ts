@@ -150,8 +150,10 @@ export interface SafeRequestOptions {
   body?: string | Buffer;
   /** Per request (each redirect hop gets its own). Default 10 s. */
   timeoutMs?: number;
-  /** Bytes of body read at most; more fails with `too_large`. Default 5 MiB. */
+  /** Bytes of body read at most; more fails with `too_large`, unless `truncate`. Default 5 MiB. */
   maxBytes?: number;
+  /** Past `maxBytes`, stop reading and answer with the body so far, rather than fail. */
+  truncate?: boolean;
   /** Redirects followed at most (GET and HEAD only). Default 0: a 3xx is returned as is. */
   maxRedirects?: number;
   /** Whether a redirect to `to` may be followed; a refused one is returned as is. */
@@ -223,8 +225,10 @@ async function requestOnce(url: URL, options: SafeRequestOptions): Promise<SafeR
         signal: options.signal,
       },
       (response) => {
+        const answer = (body: Buffer) =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body, url });
         const declared = Number(response.headers['content-length']);
-        if (Number.isFinite(declared) && declared > maxBytes) {
+        if (Number.isFinite(declared) && declared > maxBytes && !options.truncate) {
           response.destroy();
           reject(
             new OutboundRequestError(
@@ -240,14 +244,17 @@ async function requestOnce(url: URL, options: SafeRequestOptions): Promise<SafeR
           size += chunk.length;
           if (size > maxBytes) {
             response.destroy();
-            reject(new OutboundRequestError(`${url.href} answers more than ${maxBytes} bytes.`, 'too_large'));
+            if (options.truncate) {
+              chunks.push(chunk.subarray(0, chunk.length - (size - maxBytes)));
+              answer(Buffer.concat(chunks));
+            } else {
+              reject(new OutboundRequestError(`${url.href} answers more than ${maxBytes} bytes.`, 'too_large'));
+            }
             return;
           }
           chunks.push(chunk);
         });
-        response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), url }),
-        );
+        response.on('end', () => answer(Buffer.concat(chunks)));
         response.on('error', (error) => reject(new OutboundRequestError(`${url.href}: ${error.message}`, 'network')));
       },
     );
