@@ -101,16 +101,22 @@ async function conversation(
 }
 
 async function gap(app: TestApp, tenantId: string, at: string, conversationId: string | null) {
+  const requestId = newId();
   await app.database.db
     .insertInto('knowledge_update_requests')
     .values({
-      id: newId(),
+      id: requestId,
       tenant_id: tenantId,
       question: 'Unanswered?',
       conversation_id: conversationId,
       created_at: at,
       updated_at: at,
     })
+    .execute();
+  // Its asking, as recordGap writes it: analytics tells unanswered conversations by these.
+  await app.database.db
+    .insertInto('knowledge_gap_occurrences')
+    .values({ tenant_id: tenantId, request_id: requestId, conversation_id: conversationId, created_at: at })
     .execute();
 }
 
@@ -402,6 +408,28 @@ describe('dashboard analytics', () => {
     expect(report.body.metrics.median_first_response_seconds).toBeGreaterThanOrEqual(0);
     const today = report.body.series.at(-1);
     expect(today).toMatchObject({ date: new Date().toISOString().slice(0, 10), conversations: 1 });
+  });
+
+  it('a second conversation asking the same unanswered question is not resolved either (one gap, two askings)', async () => {
+    const { key: k } = await t.tenant();
+    for (let i = 0; i < 2; i++) {
+      const sent = await t.call({
+        method: 'POST',
+        url: '/api/v1/messages',
+        key: k,
+        body: { content: 'Do you sell gift vouchers?' },
+      });
+      expect(sent.status).toBe(200);
+    }
+    const gaps = await t.call({ url: '/api/v1/knowledge-update-requests', key: k });
+    expect(gaps.body.data).toHaveLength(1);
+    expect(gaps.body.data[0].occurrences).toBe(2);
+    const report = await dashboard(t, k, { report_type: 'last_7_days' });
+    expect(report.body.metrics).toMatchObject({
+      conversations: 2,
+      resolved_conversations: 0,
+      knowledge_gaps_opened: 1,
+    });
   });
 
   it('leaves out a conversation a simulation case is playing: its messages, feedback, gaps and handoff', async () => {

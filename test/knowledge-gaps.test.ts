@@ -52,6 +52,19 @@ describe('recording gaps', () => {
     expectError(await t.call({ url: `${BASE}/${MISSING}`, key }), 404, 'not_found');
     expectError(await t.call({ url: `${BASE}?status=closed`, key }), 422, 'validation_error', 'status');
   });
+
+  it('the same question asked in many conversations at once makes one request counting every asking', async () => {
+    const { tenantId, key } = await t.tenant();
+    const asked = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        gap(tenantId, 'Do you ship to the Faroe Islands?', { conversation_id: CONVERSATION }),
+      ),
+    );
+    expect(new Set(asked.map((request) => request.id)).size).toBe(1);
+    const list = await t.call({ url: BASE, key });
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0].occurrences).toBe(20);
+  });
 });
 
 describe('transitions', () => {

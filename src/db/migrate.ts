@@ -11,6 +11,7 @@ import { owners } from './migrations/0006-owners.js';
 import { simulations } from './migrations/0007-simulations.js';
 import { coverageAnalytics } from './migrations/0008-coverage-analytics.js';
 import { webhooks } from './migrations/0009-webhooks.js';
+import { knowledgeGapOccurrences } from './migrations/0010-knowledge-gap-occurrences.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -28,6 +29,7 @@ export const MIGRATIONS: Migration[] = [
   simulations,
   coverageAnalytics,
   webhooks,
+  knowledgeGapOccurrences,
 ];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

@@ -311,6 +311,16 @@ export interface KnowledgeUpdateRequestsTable {
   updated_at: Timestamp;
 }
 
+/** One unanswered asking of a request's question (src/db/migrations/0010-knowledge-gap-occurrences.ts). */
+export interface KnowledgeGapOccurrencesTable {
+  id: Generated<string>;
+  tenant_id: string;
+  request_id: string;
+  conversation_id: string | null;
+  message_id: string | null;
+  created_at: Timestamp;
+}
+
 // Tasks and accounts (issue 6, src/db/migrations/0005-tasks-accounts.ts).
 export interface UsersTable {
   id: string;
@@ -636,6 +646,7 @@ export interface Database {
   documents: DocumentsTable;
   document_translations: DocumentTranslationsTable;
   knowledge_update_requests: KnowledgeUpdateRequestsTable;
+  knowledge_gap_occurrences: KnowledgeGapOccurrencesTable;
   custom_data_sources: CustomDataSourcesTable;
   smart_sources: SmartSourcesTable;
   agents: AgentsTable;

@@ -190,8 +190,8 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
           id in (select t.conversation_id from tickets t where t.tenant_id = ${tenantId}) as handed_off,
           id in (select f.conversation_id from message_feedback f
                  where f.tenant_id = ${tenantId} and f.rating = 'negative') as disliked,
-          coalesce(id in (select k.conversation_id from knowledge_update_requests k
-                 where k.tenant_id = ${tenantId} and k.conversation_id is not null), false) as gap
+          coalesce(id in (select o.conversation_id from knowledge_gap_occurrences o
+                 where o.tenant_id = ${tenantId} and o.conversation_id is not null), false) as gap
         from conv_rows group by id
         -- Filtered here, after the grouping, so that the plan of conv_rows stays as it is.
         having id not in ${simulated}

@@ -156,39 +156,60 @@ export function createKnowledgeGapService({
   }
 
   return {
-    /** Records a question the agent could not answer; status `open`. */
+    /**
+     * Records a question the agent could not answer: one more occurrence of the open request for
+     * it (the same question, ignoring case and spacing), or a new `open` request. Recordings of one
+     * question are serialized (a transaction-scoped advisory lock on it), so the same question
+     * asked in several conversations at once still makes one request.
+     */
     async recordGap(tenantId: string, input: RecordGapInput): Promise<KnowledgeUpdateRequestRecord> {
       const question = normalizeQuestion(input.question);
       if (question === '') throw new MissingParameterError('question');
-      const existing = await db
-        .updateTable('knowledge_update_requests')
-        .set((eb) => ({
-          occurrences: eb('occurrences', '+', 1),
-          updated_at: sql`now()`,
-          proposed_answer: eb.fn.coalesce('proposed_answer', sql.val(input.proposed_answer ?? null)),
-        }))
-        .where('tenant_id', '=', tenantId)
-        .where('status', '=', 'open')
-        .where(sql`lower(question)`, '=', question.toLowerCase())
-        .returning(COLUMNS)
-        .executeTakeFirst();
-      if (existing) return toRecord(existing);
-      // A new request and its webhook event (issue 12) commit together.
       return db.transaction().execute(async (trx) => {
-        const row = await trx
-          .insertInto('knowledge_update_requests')
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`gap\n${tenantId}\n${question.toLowerCase()}`}, 0))`.execute(
+          trx,
+        );
+        const existing = await trx
+          .updateTable('knowledge_update_requests')
+          .set((eb) => ({
+            occurrences: eb('occurrences', '+', 1),
+            updated_at: sql`now()`,
+            proposed_answer: eb.fn.coalesce('proposed_answer', sql.val(input.proposed_answer ?? null)),
+          }))
+          .where('tenant_id', '=', tenantId)
+          .where('status', '=', 'open')
+          .where(sql`lower(question)`, '=', question.toLowerCase())
+          .returning(COLUMNS)
+          .executeTakeFirst();
+        const row =
+          existing ??
+          (await trx
+            .insertInto('knowledge_update_requests')
+            .values({
+              id: newId(),
+              tenant_id: tenantId,
+              question,
+              conversation_id: input.conversation_id ?? null,
+              message_id: input.message_id ?? null,
+              proposed_answer: input.proposed_answer ?? null,
+            })
+            .returning(COLUMNS)
+            .executeTakeFirstOrThrow());
+        // Each asking is kept, with its conversation: analytics tells answered conversations by it.
+        await trx
+          .insertInto('knowledge_gap_occurrences')
           .values({
-            id: newId(),
             tenant_id: tenantId,
-            question,
+            request_id: row.id,
             conversation_id: input.conversation_id ?? null,
             message_id: input.message_id ?? null,
-            proposed_answer: input.proposed_answer ?? null,
           })
-          .returning(COLUMNS)
-          .executeTakeFirstOrThrow();
+          .execute();
         const record = toRecord(row);
-        await emitEvent?.(trx, tenantId, 'knowledge_update_request.created', { knowledge_update_request: record });
+        // A new request and its webhook event (issue 12) commit together.
+        if (!existing) {
+          await emitEvent?.(trx, tenantId, 'knowledge_update_request.created', { knowledge_update_request: record });
+        }
         return record;
       });
     },
