@@ -550,6 +550,17 @@ describe('personal data redaction', () => {
     );
     expect(redactText('order_id=1234567 on 2024-05-01 for 12.50')).toBe('order_id=1234567 on 2024-05-01 for 12.50');
   });
+
+  it('finds a card number beside other digits, cutting only between groups', () => {
+    expect(redactText('Please refund card 4111 1111 1111 1111 123 thanks')).toBe(
+      'Please refund card [card_number] 123 thanks',
+    );
+    expect(redactText('pay 4111111111111111 12 euros')).toBe('pay [card_number] 12 euros');
+    expect(redactText('ref 12 4539 5787 6362 1486')).toBe('ref 12 [card_number]');
+    // No span of whole groups passes Luhn: kept, and never cut inside a group.
+    expect(redactText('order 4539578763621487123')).toBe('order 4539578763621487123');
+    expect(redactText('codes 4539 5787 6362 1487 12')).toBe('codes 4539 5787 6362 1487 12');
+  });
 });
 
 describe('access', () => {

@@ -39,11 +39,37 @@ export function luhnValid(digits: string): boolean {
   return digits.length > 0 && sum % 10 === 0;
 }
 
+/**
+ * A run of 13–19 digits (grouped or not) the card pattern matched: a card if it passes Luhn as a
+ * whole; else the card may be a span of its groups, with other digits beside it ("card 4111 1111
+ * 1111 1111 123"): the longest span of whole groups that is 13–19 digits and passes Luhn is
+ * replaced, and what is left on either side is looked at again. A run with no such span is kept
+ * as it is (an order number), and a run is never cut inside a group.
+ */
+function redactCardRun(run: string): string {
+  if (luhnValid(digitsOf(run))) return CARD_PLACEHOLDER;
+  const parts = run.split(/([ -])/); // groups at even indices, the separators between them at odd ones
+  let best: { from: number; to: number; digits: number } | undefined;
+  for (let from = 0; from < parts.length; from += 2) {
+    let digits = 0;
+    for (let to = from; to < parts.length; to += 2) {
+      digits += (parts[to] as string).length;
+      if (digits > 19) break;
+      const span = parts.slice(from, to + 1).join('');
+      if (digits >= 13 && digits > (best?.digits ?? 0) && luhnValid(digitsOf(span))) best = { from, to, digits };
+    }
+  }
+  if (!best) return run;
+  const before = parts.slice(0, best.from).join('');
+  const after = parts.slice(best.to + 1).join('');
+  return `${before.replace(CARD, redactCardRun)}${CARD_PLACEHOLDER}${after.replace(CARD, redactCardRun)}`;
+}
+
 /** Replaces e-mail addresses, card numbers and phone numbers in `text` with placeholders. */
 export function redactText(text: string): string {
   return text
     .replace(EMAIL, EMAIL_PLACEHOLDER)
-    .replace(CARD, (match) => (luhnValid(digitsOf(match)) ? CARD_PLACEHOLDER : match))
+    .replace(CARD, redactCardRun)
     .replace(PHONE_INTERNATIONAL, (match) => {
       const n = digitsOf(match).length;
       return n >= 7 && n <= 15 ? PHONE_PLACEHOLDER : match;
