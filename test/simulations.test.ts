@@ -454,6 +454,27 @@ describe('import from a conversation', () => {
     expect(imported.body.metadata).toMatchObject({ pii_redacted: false });
   });
 
+  it("keeps a test case's bounds: a long message is cut at 4000 characters, steps past 20 are left out", async () => {
+    const { key } = await t.tenant();
+    // 4500 characters, each an emoji of two UTF-16 units: cut at 4000 characters, not units.
+    const first = await send(key, { content: '🙂'.repeat(4500) });
+    for (let i = 1; i <= 22; i++) {
+      const next = await send(key, { content: `Follow-up ${i}`, conversation_id: first.body.conversation_id });
+      expect(next.status).toBe(200);
+    }
+    const ds = await dataset(key);
+    const imported = await post(
+      key,
+      `/api/v1/simulation/datasets/${ds.id}/import/conversation/${first.body.conversation_id}`,
+    );
+    expect(imported.status).toBe(201);
+    expect(Array.from(imported.body.question as string)).toHaveLength(4000);
+    expect(imported.body.steps.map((step: { content: string }) => step.content)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `Follow-up ${i + 1}`),
+    );
+    expect(imported.body.metadata).toMatchObject({ truncated: true });
+  });
+
   it('a tool call becomes a tool_call case whose tool outputs become tool_call_overrides', async () => {
     const { key } = await t.tenant();
     const wf = await post(key, '/api/v1/workflows', {

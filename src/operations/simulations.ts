@@ -4,7 +4,7 @@
 
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../domain/errors.js';
-import { EXPECTED_TYPES } from '../domain/simulations/records.js';
+import { EXPECTED_TYPES, TEST_CASE_LIMITS } from '../domain/simulations/records.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -48,7 +48,13 @@ const Dataset = Type.Object(
 );
 
 const Step = Type.Object(
-  { content: Type.String({ minLength: 1, maxLength: 4000, description: 'A later message of the customer.' }) },
+  {
+    content: Type.String({
+      minLength: 1,
+      maxLength: TEST_CASE_LIMITS.text,
+      description: 'A later message of the customer.',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -187,9 +193,9 @@ const OptionalText = (max: number) => Type.Optional(Type.String({ maxLength: max
 
 const TestCaseBody = Type.Object(
   {
-    question: Type.String({ minLength: 1, maxLength: 4000 }),
+    question: Type.String({ minLength: 1, maxLength: TEST_CASE_LIMITS.text }),
     expected_type: EXPECTED_TYPE,
-    expected_answer: Type.Optional(Nullable(Type.String({ maxLength: 8000 }))),
+    expected_answer: Type.Optional(Nullable(Type.String({ maxLength: TEST_CASE_LIMITS.answer }))),
     expected_tool_name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
     expected_tool_args: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
     expected_agent_id: Type.Optional(Nullable(Uuid)),
@@ -198,7 +204,7 @@ const TestCaseBody = Type.Object(
     api_data_overrides: Type.Optional(Type.Object({}, { additionalProperties: true })),
     tool_call_overrides: Type.Optional(Type.Object({}, { additionalProperties: true })),
     order: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-    steps: Type.Optional(Type.Array(Step, { maxItems: 20 })),
+    steps: Type.Optional(Type.Array(Step, { maxItems: TEST_CASE_LIMITS.steps })),
   },
   { additionalProperties: false },
 );

@@ -15,6 +15,7 @@ import type { SimulationExpectedType } from '../../db/schema.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { NewTestCase } from './datasets.js';
 import { redactText, redactValue } from './pii.js';
+import { TEST_CASE_LIMITS } from './records.js';
 
 /** Messages read from a conversation; a longer one is cut (its first messages are the case). */
 const MAX_MESSAGES = 200;
@@ -95,22 +96,35 @@ export async function testCaseFromConversation(
   }
 
   const redact = options.redact_pii !== false;
-  const text = (value: string) => (redact ? redactText(value) : value);
+  // A test case's bounds hold for an imported one too: a longer message is cut (at a code point),
+  // later customer messages past the step limit are left out, and metadata says so.
+  const laterMessages = customer.slice(1);
+  let truncated = laterMessages.length > TEST_CASE_LIMITS.steps;
+  const cut = (value: string, max: number) => {
+    const points = Array.from(value);
+    if (points.length <= max) return value;
+    truncated = true;
+    return points.slice(0, max).join('');
+  };
+  const text = (value: string, max: number = TEST_CASE_LIMITS.text) => cut(redact ? redactText(value) : value, max);
   const value = <T>(v: T) => (redact ? redactValue(v) : v);
   return {
     question: text(first.content),
     expected_type: expectedType,
-    expected_answer: finalAnswer === null || expectedType === 'no_answer' ? null : text(finalAnswer),
+    expected_answer:
+      finalAnswer === null || expectedType === 'no_answer' ? null : text(finalAnswer, TEST_CASE_LIMITS.answer),
     expected_tool_name: firstCall?.name ?? null,
     expected_tool_args: firstCall ? value(firstCall.arguments) : {},
     expected_agent_id: handoff?.agent_id ?? null,
     persona_id: options.persona_id,
+    tool_call_overrides: value(toolCallOverrides),
+    steps: laterMessages.slice(0, TEST_CASE_LIMITS.steps).map((m) => ({ content: text(m.content) })),
+    // Last, so that it sees every cut made above.
     metadata: {
       source_conversation_id: conversationId,
       pii_redacted: redact,
       ...(conversation.language ? { language: conversation.language } : {}),
+      ...(truncated ? { truncated: true } : {}),
     },
-    tool_call_overrides: value(toolCallOverrides),
-    steps: customer.slice(1).map((m) => ({ content: text(m.content) })),
   };
 }

@@ -9,6 +9,9 @@ import { ValidationError } from '../errors.js';
 import { type Page, toList } from '../pagination.js';
 import type { CaseOutcome } from './evaluation.js';
 
+/** A test case's bounds (characters, counted as code points; steps), enforced on create and kept by import. */
+export const TEST_CASE_LIMITS = { text: 4000, answer: 8000, steps: 20 } as const;
+
 export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
 
 export interface PersonaRecord {
