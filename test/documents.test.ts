@@ -200,6 +200,26 @@ describe('full-text search', () => {
     expect(english.body.data.map((d: { id: string }) => d.id)).toEqual([doc.id]);
   });
 
+  it('q finds a document by its translation, with the snippet taken from the translation that matched', async () => {
+    const { key } = await t.tenant();
+    const doc = await createDocument(key, {
+      title: 'Refund policy',
+      content: 'Refunds are processed within 14 days of receiving the returned item.',
+    });
+    await post(key, `/api/v1/documents/${doc.id}/translations`, {
+      language: 'fr',
+      title: 'Politique de remboursement',
+      content: 'Les remboursements sont traités sous 14 jours.',
+      related_questions: '',
+    });
+    const found = await t.call({ url: '/api/v1/documents?q=remboursements', key });
+    expect(found.body.data.map((d: { id: string }) => d.id)).toEqual([doc.id]);
+    expect(found.body.data[0].snippet).toMatch(/remboursements/);
+    // Matched in its own text, the snippet is the document's.
+    const own = await t.call({ url: '/api/v1/documents?q=refunds', key });
+    expect(own.body.data[0].snippet).toMatch(/Refunds/);
+  });
+
   it('searchKnowledge returns one passage per document, in the asked language where a translation exists', async () => {
     const { key, tenantId } = await t.tenant();
     const doc = await createDocument(key, {

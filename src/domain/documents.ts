@@ -257,8 +257,20 @@ export function createDocumentService({ db }: { db: Db }) {
           with ranked as (${documentRanks(tenantId, q, { sourceId: page.source_id })})
           select d.id, d.title, d.content, d.language, d.source_id, d.page_id, d.url, d.created_at, d.updated_at,
                  r.rank,
-                 ts_headline(d.search_config, d.content, websearch_to_tsquery(d.search_config, ${q}), ${HEADLINE_OPTIONS})
-                   as snippet
+                 -- The excerpt comes from the text that matched best: the document, or a translation.
+                 (select ts_headline(p.cfg, p.content, websearch_to_tsquery(p.cfg, ${q}), ${HEADLINE_OPTIONS})
+                  from (
+                    select d.search_config as cfg, d.content,
+                           ts_rank_cd(d.search_vector, websearch_to_tsquery(d.search_config, ${q})) as rank, 0 as pass
+                    union all
+                    select t.search_config, t.content,
+                           ts_rank_cd(t.search_vector, websearch_to_tsquery(t.search_config, ${q})), 1
+                    from document_translations t
+                    where t.tenant_id = ${tenantId} and t.document_id = d.id
+                      and t.search_vector @@ websearch_to_tsquery(t.search_config, ${q})
+                  ) p
+                  order by p.rank desc, p.pass
+                  limit 1) as snippet
           from ranked r join documents d on d.id = r.document_id and d.tenant_id = ${tenantId}
           order by r.rank desc, d.id desc
           limit ${page.limit + 1} offset ${offset}
