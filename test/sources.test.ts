@@ -422,6 +422,25 @@ describe('website sync', () => {
     }
   });
 
+  it('a site whose start page redirects to another origin fails the sync saying where, and keeps the documents', async () => {
+    const site = await linkedSite();
+    const source = await createSource({ name: 'Moved', source_type: 'website', domain: site.origin });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    expect((await getSource(source.id)).document_count).toBe(4);
+
+    // The site moves (as to https://): every page now redirects to another origin.
+    const moved = `http://localhost:${site.port}`;
+    for (const path of ['/', '/about', '/changing', '/gone']) {
+      site.pages.set(path, { status: 301, body: '', headers: { location: `${moved}${path}` } });
+    }
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    const failed = await getSource(source.id);
+    expect(failed).toMatchObject({ sync_status: 'failed', document_count: 4 });
+    expect(failed.sync_error).toContain(`redirects to ${moved}/`);
+  });
+
   it('a site that cannot be read fails the sync with a readable sync_error and keeps the documents', async () => {
     const site = await linkedSite();
     const source = await createSource({ name: 'Flaky', source_type: 'website', domain: site.origin });

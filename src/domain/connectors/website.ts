@@ -248,6 +248,14 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
       unreadable.add(pageIdOf(url));
       return;
     }
+    // The start page sent elsewhere (http:// to https://, another host): the site is not here, and
+    // reading it as empty would remove every document of the source. The sync fails, saying where.
+    if (response.status >= 300 && response.status < 400 && url.href === start.href) {
+      const location = String(response.headers.location ?? '');
+      firstError ??= `${url.href} redirects to ${location}, outside ${origin}; give that address as the domain`;
+      unreadable.add(pageIdOf(url));
+      return;
+    }
     // 404, 410, other 4xx, a refused redirect: the page is not part of the site (any more).
     if (response.status !== 200) return;
     const type = String(response.headers['content-type'] ?? '');
