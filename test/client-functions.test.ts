@@ -103,6 +103,20 @@ const TIME = {
   parameters: { type: 'object', properties: { zone: { type: 'string' } } },
 };
 
+/** A turn paused on one `get_time` call whose result (`"noon"`) is in: ready to continue. */
+async function pausedWithResult(key: string, extra: Record<string, unknown> = {}) {
+  const paused = await request(key, '/api/v1/messages', {
+    content: 'get_time',
+    client_functions: [TIME],
+    client_functions_mode: 'pause',
+    ...extra,
+  });
+  await request(key, `/api/v1/messages/${paused.body.id}/function-results`, {
+    results: [{ call_id: paused.body.function_calls[0].call_id, output: 'noon' }],
+  });
+  return paused;
+}
+
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 8000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
@@ -266,15 +280,7 @@ describe('pause mode', () => {
   it('a continue whose context the database refuses changes nothing: the turn stays paused and resumes later', async () => {
     await startServer();
     const { key } = await t.tenant();
-    const paused = await request(key, '/api/v1/messages', {
-      content: 'get_time',
-      client_functions: [TIME],
-      client_functions_mode: 'pause',
-      context: { page: '/a' },
-    });
-    await request(key, `/api/v1/messages/${paused.body.id}/function-results`, {
-      results: [{ call_id: paused.body.function_calls[0].call_id, output: 'noon' }],
-    });
+    const paused = await pausedWithResult(key, { context: { page: '/a' } });
     const refused = await request(key, `/api/v1/messages/${paused.body.id}/continue`, { context: { a: 'b\u0000' } });
     expect(refused.status).toBe(422);
     expect((await request(key, `/api/v1/messages/${paused.body.id}`)).body.status).toBe('WAITING_CLIENT');
@@ -316,14 +322,7 @@ describe('pause mode', () => {
   it('continue answers JSON without Accept: text/event-stream', async () => {
     await startServer();
     const { key } = await t.tenant();
-    const paused = await request(key, '/api/v1/messages', {
-      content: 'get_time',
-      client_functions: [TIME],
-      client_functions_mode: 'pause',
-    });
-    await request(key, `/api/v1/messages/${paused.body.id}/function-results`, {
-      results: [{ call_id: paused.body.function_calls[0].call_id, output: 'noon' }],
-    });
+    const paused = await pausedWithResult(key);
     const resumed = await request(key, `/api/v1/messages/${paused.body.id}/continue`, {});
     expect(resumed.status).toBe(200);
     expect(resumed.body).toMatchObject({

@@ -86,6 +86,18 @@ const syncJobs = (sourceId: string) =>
     .execute();
 const MISSING = '0190a0a0-0000-7000-8000-000000000000';
 
+/** A site whose second page, `/slow`, answers only once `release` is called. */
+async function slowSite() {
+  const site = await newSite();
+  let release!: () => void;
+  site.gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  site.html('/', '<body><a href="/slow">slow</a><p>Start.</p></body>');
+  site.html('/slow', '<body><p>Slow page.</p></body>');
+  return { site, release };
+}
+
 /** The link-following site: a home page linking to pages, a disallowed path and other hosts. */
 async function linkedSite() {
   const site = await newSite();
@@ -354,13 +366,7 @@ describe('website sync', () => {
   });
 
   it('reports syncing while the crawl runs; a sync request then joins it', async () => {
-    const site = await newSite();
-    let release!: () => void;
-    site.gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    site.html('/', '<body><a href="/slow">slow</a><p>Start.</p></body>');
-    site.html('/slow', '<body><p>Slow page.</p></body>');
+    const { site, release } = await slowSite();
     const source = await createSource({ name: 'Slow', source_type: 'website', domain: site.origin });
     await post(`/api/v1/sources/${source.id}/sync`);
     const running = t.jobs.runUntilIdle();
@@ -382,13 +388,7 @@ describe('website sync', () => {
     const stopping = await startTestApp({ ALLOW_PRIVATE_TARGETS: 'true', JOB_STOP_GRACE_MS: '50' });
     try {
       const { key: k } = await stopping.tenant();
-      const site = await newSite();
-      let release!: () => void;
-      site.gate = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      site.html('/', '<body><a href="/slow">slow</a><p>Start.</p></body>');
-      site.html('/slow', '<body><p>Slow page.</p></body>');
+      const { site, release } = await slowSite();
       const created = await stopping.call({
         method: 'POST',
         url: '/api/v1/sources',
