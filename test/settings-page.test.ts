@@ -418,6 +418,45 @@ describe('sign-in, sessions and CSRF over HTTP', () => {
     expect(list.body.data.map((k: { name: string }) => k.name)).toEqual(['svc']);
   });
 
+  it('a password is taken as typed (spaces and emoji too), and odd input answers 422 or 404, never 500', async () => {
+    // Spaces at either end are part of the password; its length counts characters, not UTF-16 units.
+    for (const password of ['  spaced password 12  ', '😀'.repeat(150)]) {
+      const owner = await tenantWithOwner(password);
+      const signedIn = await agent().signIn(owner.tenantId, owner.email, password);
+      expect(signedIn.statusCode, password).toBe(303);
+    }
+    const { tenantId, email, password } = await tenantWithOwner();
+    const client = agent();
+    await client.signIn(tenantId, email, password);
+    const token = await client.csrf();
+    // A day that does not exist is refused, not moved to March.
+    const feb30 = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: token,
+      name: 'svc',
+      scopes: 'apps:read',
+      expires_on: '2030-02-30',
+    });
+    expect(feb30.statusCode).toBe(422);
+    expect(feb30.body).toContain('The expiry date must be a date');
+    // A key id that is not a UUID: no such key.
+    const malformed = await client.send('POST', `${SETTINGS}/keys/${'-'.repeat(36)}/revoke`, { _csrf: token });
+    expect(malformed.statusCode).toBe(404);
+    // A JSON body whose fields are not text reads them as absent.
+    const numeric = await t.app.inject({
+      method: 'POST',
+      url: `${SETTINGS}/keys`,
+      headers: {
+        'content-type': 'application/json',
+        'x-forwarded-for': '10.9.9.9',
+        cookie: [...client.jar].map(([k, v]) => `${k}=${v}`).join('; '),
+      },
+      payload: JSON.stringify({ _csrf: token, name: 123, scopes: ['apps:read'] }),
+    });
+    expect(numeric.statusCode).toBe(422);
+    const list = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(list.body.data).toEqual([]);
+  });
+
   it("an owner cannot touch another tenant's key: 404, and the key stays active", async () => {
     const mine = await tenantWithOwner();
     const theirs = await t.tenant(['apps:read']);

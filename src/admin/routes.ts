@@ -4,7 +4,13 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DomainError } from '../domain/errors.js';
-import { EMAIL_PATTERN, type OwnerService, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../domain/owners.js';
+import {
+  checkOwnerInput,
+  EMAIL_PATTERN,
+  type OwnerService,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+} from '../domain/owners.js';
 import { ALL_SCOPES } from '../domain/scopes.js';
 import { TENANT_ID_PATTERN, type TenantService } from '../domain/tenants.js';
 import type { Authenticator } from '../http/auth.js';
@@ -140,6 +146,8 @@ export function registerAdminRoutes(
       },
       async (request, reply) => {
         const body = request.body as { tenant_id: string; name: string; owner?: { email: string; password?: string } };
+        // The owner is checked first: a refused owner leaves no tenant behind (a retry would be a 409).
+        if (body.owner && owners) checkOwnerInput(body.owner, 'owner.');
         const tenant = await tenants.createTenant({ tenant_id: body.tenant_id, name: body.name });
         reply.code(201);
         if (!body.owner || !owners) return tenant;

@@ -68,21 +68,32 @@ export function generatePassword(): string {
   return randomBytes(18).toString('base64url');
 }
 
-function checkEmail(email: string): string {
+function checkEmail(email: string, param = 'email'): string {
   const trimmed = email.trim();
   if (trimmed.length > 254 || !new RegExp(EMAIL_PATTERN).test(trimmed)) {
-    throw new ValidationError('email', 'email must be an e-mail address.');
+    throw new ValidationError(param, `${param} must be an e-mail address.`);
   }
   return trimmed;
 }
 
+/** Lengths in characters (code points), as the request schemas count them, not UTF-16 units. */
 function checkPassword(password: string, param: string): void {
-  if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) {
+  const length = Array.from(password).length;
+  if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
     throw new ValidationError(
       param,
       `The password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long.`,
     );
   }
+}
+
+/**
+ * Refuses an owner's e-mail or password as `createOwner` would, naming the field under `prefix`
+ * (`owner.password`): a tenant created with its owner checks the owner before the tenant exists.
+ */
+export function checkOwnerInput(input: { email: string; password?: string | undefined }, prefix = ''): void {
+  checkEmail(input.email, `${prefix}email`);
+  if (input.password !== undefined) checkPassword(input.password, `${prefix}password`);
 }
 
 export function createOwnerService({ db }: { db: Db }) {

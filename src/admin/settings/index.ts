@@ -21,7 +21,7 @@ import { isScope, SCOPE_RESOURCES } from '../../domain/scopes.js';
 import type { TenantService } from '../../domain/tenants.js';
 import { type Authenticator, tenantFromHost } from '../../http/auth.js';
 import { ERROR_CATALOGUE, summarize } from '../../http/errors.js';
-import { newId } from '../../lib/ids.js';
+import { isUuid, newId } from '../../lib/ids.js';
 import { SETTINGS_CSS, SETTINGS_JS } from './assets.js';
 import { errorPage, type KeysPageInput, keysPage, LOGIN_PATH, loginPage, SETTINGS_PATH } from './pages.js';
 
@@ -50,9 +50,15 @@ const SECURITY_HEADERS = {
 
 type Form = Record<string, string | string[] | undefined>;
 
-function field(form: Form | undefined, name: string): string {
+/**
+ * A form field as text, trimmed; a value that is not text (a JSON body may send one) reads as
+ * absent. `raw` keeps the spaces, as a password's are its own.
+ */
+function field(form: Form | undefined, name: string, { raw = false } = {}): string {
   const value = form?.[name];
-  return (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  const first = Array.isArray(value) ? value[0] : value;
+  if (typeof first !== 'string') return '';
+  return raw ? first : first.trim();
 }
 
 function fields(form: Form | undefined, name: string): string[] {
@@ -150,7 +156,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
       const form = request.body as Form | undefined;
       const tenantId = field(form, 'tenant_id').toLowerCase();
       const email = field(form, 'email');
-      const password = field(form, 'password');
+      const password = field(form, 'password', { raw: true });
       const host = hostTenant(request);
       const owner =
         tenantId && email && password && (host === undefined || host === tenantId)
@@ -242,7 +248,13 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     if (unknown) return refuse(`'${unknown}' is not a known scope.`);
     let expiresAt: string | null = null;
     if (expiresOn) {
-      if (!/^\d{4}-\d{2}-\d{2}$/.test(expiresOn) || Number.isNaN(Date.parse(`${expiresOn}T23:59:59.999Z`))) {
+      // A date that exists: Date.parse takes 2030-02-30 as 2 March, so the day must survive the round trip.
+      const parsed = new Date(`${expiresOn}T23:59:59.999Z`);
+      if (
+        !/^\d{4}-\d{2}-\d{2}$/.test(expiresOn) ||
+        Number.isNaN(parsed.getTime()) ||
+        !parsed.toISOString().startsWith(expiresOn)
+      ) {
         return refuse('The expiry date must be a date (YYYY-MM-DD).');
       }
       expiresAt = `${expiresOn}T23:59:59.999Z`;
@@ -262,7 +274,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     if (!session) return reply.redirect(LOGIN_PATH, 303);
     const { key_id: keyId, action: raw } = request.params as { key_id: string; action: string };
     const action = ACTIONS.find((a) => a === raw);
-    if (!action || !/^[0-9a-f-]{36}$/i.test(keyId)) throw new DomainError('not_found', 'No such key.');
+    if (!action || !isUuid(keyId)) throw new DomainError('not_found', 'No such key.');
     try {
       await tenants.changeApiKeyState(keyId, action, session.tenantId);
     } catch (error) {
