@@ -322,13 +322,16 @@ export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
 
     /** Removes one permission, named by its id (as listed on the user) or by its catalogue name. */
     async removePermission(tenantId: string, userId: string, permission: string) {
+      // A name ignores case and surrounding spaces, as when permissions are added.
+      const ref = permission.trim();
+      const byId = isUuid(ref);
       return db.transaction().execute(async (trx) => {
         await lockUser(trx, tenantId, userId);
         const removed = await trx
           .deleteFrom('user_permissions')
           .where('tenant_id', '=', tenantId)
           .where('user_id', '=', userId)
-          .where(isUuid(permission) ? 'id' : 'name', '=', isUuid(permission) ? permission : permission.toLowerCase())
+          .where(byId ? 'id' : 'name', '=', ref.toLowerCase())
           .returning(['id', 'name'])
           .executeTakeFirst();
         if (!removed) throw new NotFoundError('permission of this user', permission);
