@@ -14,7 +14,7 @@ import { registerAdminRoutes } from './admin/routes.js';
 import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
-import { ValidationError } from './domain/errors.js';
+import { BadRequestError, ValidationError } from './domain/errors.js';
 import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
@@ -25,7 +25,7 @@ import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
-import { MAX_JSON_DEPTH, tooDeepField } from './lib/json-depth.js';
+import { jsonProblem } from './lib/json-body.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
@@ -109,9 +109,13 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     if (text.trim() === '') return done(null, undefined);
     jsonParser(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error);
-      const field = tooDeepField(value);
-      if (field !== undefined) {
-        return done(new ValidationError(field, `${field} nests more than ${MAX_JSON_DEPTH} levels deep.`));
+      const problem = jsonProblem(value);
+      if (problem !== undefined) {
+        return done(
+          problem.param === ''
+            ? new BadRequestError(problem.message)
+            : new ValidationError(problem.param, problem.message),
+        );
       }
       done(null, value);
     });

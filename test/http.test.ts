@@ -284,6 +284,35 @@ describe('validation (spec: Commit App Files bounds)', () => {
       'validation_error',
       'files[0].path',
     );
+    // C1 control characters are control characters too.
+    expectError(
+      await commit({ message: 'm', files: [{ path: 'ctl\u0085x', content: 'x' }] }),
+      422,
+      'validation_error',
+      'files[0].path',
+    );
+  });
+
+  it('text that is not valid Unicode (a lone surrogate, valid JSON) is refused where it is, never stored as U+FFFD', async () => {
+    // Two paths that differ only in their lone surrogate would be one path in the database.
+    const raw = '{"message":"m","files":[{"path":"x\\ud800","content":"1"},{"path":"x\\udc00","content":"2"}]}';
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps/web/commits',
+      key,
+      body: raw,
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(r, 422, 'validation_error');
+    expect(['files[0].path', 'files[1].path']).toContain(r.body.error.param);
+    const key_ = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key,
+      body: '{"name":"ok","\\udc00":1}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(key_, 400, 'bad_request');
   });
 });
 

@@ -47,7 +47,7 @@ export interface CommitInput {
 /** A path is relative, slash-separated, without empty, `.` or `..` segments or control characters. */
 function checkPath(path: string, param: string): void {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
-  if (/[\u0000-\u001f\u007f\\]/.test(path))
+  if (/[\u0000-\u001f\u007f-\u009f\\]/.test(path))
     throw new ValidationError(param, `${param} contains a forbidden character.`);
   const segments = path.split('/');
   if (segments.some((s) => s === '' || s === '.' || s === '..')) {

@@ -22,7 +22,7 @@ import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../lib/json-depth.js';
+import { jsonProblem } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
@@ -161,10 +161,9 @@ export function registerMcpRoutes(
         } catch {
           return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
         }
-        if (nestsDeeperThan(message)) {
-          return reply
-            .code(400)
-            .send(jsonRpcError(-32600, `Invalid Request: the body nests more than ${MAX_JSON_DEPTH} levels deep.`));
+        const problem = jsonProblem(message);
+        if (problem !== undefined) {
+          return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${problem.message}`));
         }
         const version = request.headers['mcp-protocol-version'];
         if (Array.isArray(message) && typeof version === 'string' && version >= FIRST_VERSION_WITHOUT_BATCHES) {

@@ -1,0 +1,75 @@
+// What a parsed JSON body may not hold, checked once as it is parsed:
+// - nesting past MAX_JSON_DEPTH levels. Parsing has no bound, but much that follows walks a value
+//   recursively (JSON.stringify for the idempotency hash and for jsonb, Ajv, the MCP SDK's zod),
+//   and a few thousand levels exhaust the stack there: a 500 from a 10 KB body. No record of this
+//   API comes near the bound.
+// - text that is not well-formed Unicode: a lone surrogate (`"\ud800"` is valid JSON). UTF-8, and
+//   so PostgreSQL, cannot carry one: it would be stored as U+FFFD, silently, and two strings that
+//   differ only there would become one (a 500 on a unique key, a commit's paths).
+// The walk is iterative, so any depth is safe.
+export const MAX_JSON_DEPTH = 64;
+
+/** A high surrogate not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// String.prototype.isWellFormed, which Node 20 has but TypeScript's ES2022 library does not declare.
+const wellFormed = (text: string) => !LONE_SURROGATE.test(text);
+
+export interface JsonProblem {
+  /** Where: a body field's path (`files[1].path`); for nesting, the top-level field. */
+  param: string;
+  message: string;
+}
+
+interface Entry {
+  value: unknown;
+  depth: number;
+  parent: Entry | undefined;
+  key: string | number | undefined;
+}
+
+const pathOf = (entry: Entry): string => {
+  const keys: (string | number)[] = [];
+  for (let at: Entry | undefined = entry; at?.key !== undefined; at = at.parent) keys.unshift(at.key);
+  return keys.reduce<string>(
+    (path, key) => (typeof key === 'number' ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`),
+    '',
+  );
+};
+
+/** The first problem of a parsed JSON value (see above), or undefined. */
+export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem | undefined {
+  const stack: Entry[] = [{ value, depth: 0, parent: undefined, key: undefined }];
+  while (stack.length > 0) {
+    const entry = stack.pop() as Entry;
+    const { value: current, depth } = entry;
+    if (typeof current === 'string') {
+      if (!wellFormed(current)) {
+        const param = pathOf(entry);
+        return { param, message: `${param || 'The body'} is not valid Unicode text (it holds a lone surrogate).` };
+      }
+      continue;
+    }
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth + 1 > max) {
+      // The top-level field it is under: the full path would be as long as the nesting.
+      let top = entry;
+      while (top.parent?.key !== undefined) top = top.parent;
+      const param = String(top.key ?? '');
+      return { param, message: `${param || 'The body'} nests more than ${max} levels deep.` };
+    }
+    if (Array.isArray(current)) {
+      current.forEach((item, i) => {
+        stack.push({ value: item, depth: depth + 1, parent: entry, key: i });
+      });
+    } else {
+      for (const [key, item] of Object.entries(current)) {
+        if (!wellFormed(key)) {
+          const param = pathOf(entry);
+          return { param, message: `${param || 'The body'} has a key that is not valid Unicode text.` };
+        }
+        stack.push({ value: item, depth: depth + 1, parent: entry, key });
+      }
+    }
+  }
+  return undefined;
+}
