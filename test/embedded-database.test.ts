@@ -1,7 +1,8 @@
 // The embedded database (src/db/pglite-thread.ts): PGlite in a thread of its own, reached by
 // node-postgres. Transactions never interleave on its one session, a client that goes away inside
 // a transaction gives the session back, and a long statement does not stop HTTP.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -34,6 +35,27 @@ describe('database handle', () => {
       const again = await openDatabase({ dataDir });
       const { rows } = await sql<{ n: number }>`select n from kept`.execute(again.db);
       expect(rows).toEqual([{ n: 7 }]);
+      await again.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("a data directory is one process's: a second opening is refused until the first closes; a dead owner's lock is taken over", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
+    try {
+      const first = await openDatabase({ dataDir });
+      // Another opening (a second server, `workspace migrate`) would write over the first one's files.
+      await expect(openDatabase({ dataDir })).rejects.toThrow(
+        new RegExp(`DATA_DIR .* is in use by process ${process.pid}`),
+      );
+      await first.close();
+      expect(existsSync(path.join(dataDir, 'workspace.lock'))).toBe(false);
+      // A lock left by a process that is gone (killed): taken over.
+      const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+      writeFileSync(path.join(dataDir, 'workspace.lock'), `${gone}\n`);
+      const again = await openDatabase({ dataDir });
+      expect(readFileSync(path.join(dataDir, 'workspace.lock'), 'utf8')).toBe(`${process.pid}\n`);
       await again.close();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

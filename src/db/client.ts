@@ -1,6 +1,6 @@
 // The database handle: embedded PGlite (files under DATA_DIR, or in memory for tests) or
 // PostgreSQL through one pg pool. The same SQL and migrations serve both.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -58,20 +58,73 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   // PGlite runs in a thread of its own, spoken to by the same driver (pglite-thread.ts). Its one
   // session is shared by a few clients: enough that the thread always has the next query at hand.
   let dir: string | undefined;
+  let unlock = () => {};
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
+    unlock = lockDataDir(options.dataDir);
     dir = path.resolve(options.dataDir, 'pgdata');
-    if (!existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
   }
-  const thread = await PGliteThread.open(dir, PGLITE_OPTIONS);
+  let thread: PGliteThread;
+  try {
+    if (dir && !existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
+    thread = await PGliteThread.open(dir, PGLITE_OPTIONS);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   // Clients are kept (no idle timeout): each one's prepared statements live in the shared session.
   const db = postgres({ max: options.poolSize ?? 4, idleTimeoutMillis: 0, stream: () => thread.connect() }, prepared);
   return {
     db,
     kind: 'pglite',
     close: async () => {
-      await db.destroy();
-      await thread.close();
+      try {
+        await db.destroy();
+        await thread.close();
+      } finally {
+        unlock();
+      }
     },
   };
+}
+
+/**
+ * PGlite is one process's database: two opening the same files (a second server, `workspace
+ * migrate` while the server runs) each write over the other's, and acknowledged writes are lost or
+ * the files left unusable. So the data directory is taken with a lock file holding the owner's pid;
+ * a lock whose process is gone (killed) is taken over. Answers the function that lets it go.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const file = path.resolve(dataDir, 'workspace.lock');
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
+      const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
+      if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) {
+        throw new Error(
+          `DATA_DIR ${path.resolve(dataDir)} is in use by process ${owner} (a server, or \`workspace migrate\`); ` +
+            `the embedded database takes one process at a time: stop that one first (or, if it is not ours, remove ${file}).`,
+        );
+      }
+      rmSync(file, { force: true }); // its process is gone: a stale lock
+    }
+  }
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    rmSync(file, { force: true });
+  };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // alive, someone else's
+  }
 }
