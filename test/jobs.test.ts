@@ -239,6 +239,31 @@ describe('job queue', () => {
     expect((await jobRow(id)).status).toBe('succeeded');
   });
 
+  it('a job stopped by a shutdown goes back to the queue, due at once, without using up an attempt', async () => {
+    const kind = uniqueKind('stopped');
+    let runs = 0;
+    const handler = async (_job: unknown, ctx: { signal: AbortSignal }) => {
+      runs += 1;
+      if (runs > 3) return; // the fourth run, after three restarts, completes
+      await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+    };
+    const { id } = await queue().enqueue(t.database.db, { kind, tenantId, maxAttempts: 2 });
+    // Three restarts, each stopping the job mid-run: more than its two attempts.
+    for (let restart = 0; restart < 3; restart++) {
+      const q = queue({ pollMs: 10, stopGraceMs: 20 });
+      q.register(kind, handler);
+      q.start();
+      await waitFor(async () => (await jobRow(id)).status === 'running');
+      await q.stop();
+      expect(await jobRow(id)).toMatchObject({ status: 'queued', attempts: 0 });
+    }
+    const last = queue();
+    last.register(kind, handler);
+    await last.runUntilIdle();
+    expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(runs).toBe(4);
+  });
+
   it('several workers on one database never run a job twice', async () => {
     const kind = uniqueKind('shared');
     const runs = new Map<string, number>();

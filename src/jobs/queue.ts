@@ -216,6 +216,22 @@ export function createJobQueue(options: JobQueueOptions) {
     return final ? 'failed' : 'retry';
   }
 
+  /**
+   * A job stopped by its worker (the server is stopping) goes back to the queue, due at once, and
+   * the attempt is not counted: a restart is not the job's failure, and restarts must not use its
+   * attempts up. False when the lease had passed on (a lost lease aborts the handler too).
+   */
+  function release(claimed: Claim, error: unknown): Promise<boolean> {
+    return updateHeld(claimed, {
+      status: 'queued',
+      attempts: sql`greatest(attempts - 1, 0)`,
+      locked_until: null,
+      lock_token: null,
+      last_error: describe(error),
+      run_at: sql`now()`,
+    });
+  }
+
   async function failedForGood(job: Job, error: unknown): Promise<void> {
     const hook = kindOptions.get(job.kind)?.onFailed;
     if (!hook) return;
@@ -256,6 +272,10 @@ export function createJobQueue(options: JobQueueOptions) {
         await handler(job, { heartbeat: renew, signal: abort.signal });
       } catch (error) {
         clearInterval(timer);
+        if (abort.signal.aborted) {
+          if (await release(claimed, error)) log.info({ job_id: job.id, kind: job.kind }, 'job stopped; queued again');
+          return;
+        }
         const outcome = await fail(claimed, error);
         const fields = { job_id: job.id, kind: job.kind, attempt: job.attempts, err: describe(error) };
         if (outcome === 'failed') {
