@@ -67,7 +67,8 @@ export async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 15_000);
+    // Past the jobs' grace period (JOB_STOP_GRACE_MS) and a margin for the rest, exit regardless.
+    const force = setTimeout(() => process.exit(1), Math.max(15_000, config.jobStopGraceMs + 5_000));
     force.unref();
     try {
       await app.close();
@@ -82,7 +83,19 @@ export async function serve(config: Config): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // The first start's secrets are created and shown once: shown even when the server cannot
+    // listen (the port taken), since the next start will not show them again.
+    if (seeded.length > 0) {
+      process.stdout.write(
+        ['', '  The server did not start; these are shown once:', ...seeded.map((line) => `  ${line}`), ''].join('\n'),
+      );
+    }
+    await database.close();
+    throw error;
+  }
   // Job workers (source syncs and other background work) and their schedules; app.close stops them.
   jobs.start();
   const address = app.server.address();

@@ -3,6 +3,7 @@
 // SIGTERM stops the server cleanly, `workspace migrate` runs migrations, bad config stops the start.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -109,6 +110,35 @@ describe('workspace serve and the CLI', () => {
     const result = await run(['migrate', '--json'], { DATA_DIR: dataDir });
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ applied: [] });
+  });
+
+  it('a first start that cannot listen still shows its secrets once; a second server on a DATA_DIR in use is refused', async () => {
+    const fresh = mkdtempSync(path.join(os.tmpdir(), 'ws-cli-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      const failed = await run(['serve'], { DATA_DIR: fresh, PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+      expect(failed.code).toBe(1);
+      expect(failed.stderr.trim().split('\n')).toHaveLength(1);
+      expect(failed.stderr).toContain('EADDRINUSE');
+      expect(failed.stdout).toContain('shown once');
+      expect(failed.stdout).toMatch(/Demo API key[^:]*: wsk_\S+/);
+
+      const first = await serve({ DATA_DIR: fresh });
+      try {
+        const second = await run(['migrate'], { DATA_DIR: fresh });
+        expect(second.code).toBe(1);
+        expect(second.stderr.trim().split('\n')).toHaveLength(1);
+        expect(second.stderr).toContain(`is in use by process ${first.child.pid}`);
+      } finally {
+        first.child.kill('SIGTERM');
+        expect(await first.exited, first.output()).toBe(0);
+      }
+    } finally {
+      taken.close();
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it('a bad setting stops the start with a one-line reason naming the variable', async () => {

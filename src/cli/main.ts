@@ -186,6 +186,11 @@ main(process.argv.slice(2)).then(
     if (error instanceof CliError || error instanceof ConfigError) {
       process.stderr.write(`workspace: ${error.message}\n`);
       process.exitCode = error instanceof ConfigError ? 78 : 1;
+    } else if (error instanceof Error && /^E[A-Z]+$/.test(String((error as NodeJS.ErrnoException).code))) {
+      // A system error at start (the port taken, DATA_DIR not writable or in use): its message says
+      // what and where, in one line; the stack would say nothing more to an operator.
+      process.stderr.write(`workspace: ${error.message}\n`);
+      process.exitCode = 1;
     } else if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`workspace: ${error.message}\n\n${USAGE}\n`);
       process.exitCode = 2;

@@ -104,9 +104,12 @@ export function lockDataDir(dataDir: string): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
       const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
       if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) {
-        throw new Error(
-          `DATA_DIR ${path.resolve(dataDir)} is in use by process ${owner} (a server, or \`workspace migrate\`); ` +
-            `the embedded database takes one process at a time: stop that one first (or, if it is not ours, remove ${file}).`,
+        throw Object.assign(
+          new Error(
+            `DATA_DIR ${path.resolve(dataDir)} is in use by process ${owner} (a server, or \`workspace migrate\`); ` +
+              `the embedded database takes one process at a time: stop that one first (or, if it is not ours, remove ${file}).`,
+          ),
+          { code: 'EBUSY' },
         );
       }
       rmSync(file, { force: true }); // its process is gone: a stale lock
