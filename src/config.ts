@@ -90,7 +90,8 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be a URL, got '${raw.replace(/\/\/[^@/]*@/, '//***@')}'`);
+    // Credentials masked up to the last `@`: a password may hold `/` or `@` (which is why it failed).
+    throw new ConfigError(`${name} must be a URL, got '${raw.replace(/\/\/.*@/, '//***@')}'`);
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got '${parsed.protocol}'`);

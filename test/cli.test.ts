@@ -7,6 +7,7 @@ import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { BIN, freePort, runCli } from './support/process.js';
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-cli-'));
@@ -138,6 +139,18 @@ describe('workspace serve and the CLI', () => {
     } finally {
       taken.close();
       rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
+  it('a URL setting that is refused is named without its credentials, whatever the password holds', () => {
+    for (const databaseUrl of ['postgres://admin:Pa/ss@db.example.com:5432/app', 'postgres://u:x/y@z@db:5432/app']) {
+      expect(() => loadConfig({ DATABASE_URL: databaseUrl })).toThrow(ConfigError);
+      try {
+        loadConfig({ DATABASE_URL: databaseUrl });
+      } catch (error) {
+        expect((error as Error).message).toContain('DATABASE_URL');
+        expect((error as Error).message).not.toMatch(/Pa\/ss|x\/y/);
+      }
     }
   });
 
