@@ -18,16 +18,13 @@ afterAll(() => t.close());
 const commit = (body: unknown, headers: Record<string, string> = {}) =>
   t.call({ method: 'POST', url: '/api/v1/apps/web/commits', key, body, headers });
 const file = { path: 'a.txt', content: 'x' };
+/** A POST whose body is sent as the text given, as JSON: for bodies a client could not build from an object. */
+const postJson = (url: string, text: string) =>
+  t.call({ method: 'POST', url, key, body: text, headers: { 'content-type': 'application/json' } });
 
 describe('malformed requests', () => {
   it('invalid JSON answers 400 bad_request', async () => {
-    const r = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps',
-      key,
-      body: '{"name": ',
-      headers: { 'content-type': 'application/json' },
-    });
+    const r = await postJson('/api/v1/apps', '{"name": ');
     expectError(r, 400, 'bad_request');
   });
 
@@ -44,27 +41,11 @@ describe('malformed requests', () => {
 
   it('a body that is not a JSON object answers 400 bad_request', async () => {
     expectError(await t.call({ method: 'POST', url: '/api/v1/apps', key, body: [1, 2] }), 400, 'bad_request');
-    expectError(
-      await t.call({
-        method: 'POST',
-        url: '/api/v1/apps',
-        key,
-        body: '"text"',
-        headers: { 'content-type': 'application/json' },
-      }),
-      400,
-      'bad_request',
-    );
+    expectError(await postJson('/api/v1/apps', '"text"'), 400, 'bad_request');
   });
 
   it('a JSON null is a body that is not an object (400), not a missing one', async () => {
-    const r = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps',
-      key,
-      body: 'null',
-      headers: { 'content-type': 'application/json' },
-    });
+    const r = await postJson('/api/v1/apps', 'null');
     expectError(r, 400, 'bad_request');
   });
 
@@ -88,11 +69,7 @@ describe('malformed requests', () => {
       const r = await t.call({ method: 'POST', url, key, body: 'hello', headers: { 'content-type': 'text/plain' } });
       expectError(r, 400, 'bad_request');
     }
-    expectError(
-      await t.call({ method: 'POST', url: sync, key, body: 'null', headers: { 'content-type': 'application/json' } }),
-      400,
-      'bad_request',
-    );
+    expectError(await postJson(sync, 'null'), 400, 'bad_request');
     expect((await t.call({ method: 'POST', url: sync, key, body: {} })).status).toBe(202);
     expect((await t.call({ method: 'POST', url: sync, key })).status).toBe(202);
   });
@@ -113,13 +90,7 @@ describe('malformed requests', () => {
       expect(r.body.error.message).toBe('description nests more than 64 levels deep.');
     }
     // At the bound the body is parsed and reaches validation (a description is a string).
-    const atBound = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps',
-      key,
-      body: `{"name":"deep","description":${nest(63)}}`,
-      headers: { 'content-type': 'application/json' },
-    });
+    const atBound = await postJson('/api/v1/apps', `{"name":"deep","description":${nest(63)}}`);
     expectError(atBound, 422, 'validation_error', 'description');
     const mcp = await t.call({
       method: 'POST',
@@ -133,29 +104,12 @@ describe('malformed requests', () => {
   });
 
   it('no body at all reads as an empty object: the first missing required field is named', async () => {
-    expectError(
-      await t.call({
-        method: 'POST',
-        url: '/api/v1/apps',
-        key,
-        body: '',
-        headers: { 'content-type': 'application/json' },
-      }),
-      422,
-      'missing_required_parameter',
-      'name',
-    );
+    expectError(await postJson('/api/v1/apps', ''), 422, 'missing_required_parameter', 'name');
     expectError(await t.call({ method: 'POST', url: '/api/v1/apps', key }), 422, 'missing_required_parameter', 'name');
   });
 
   it('__proto__ keys are refused, not merged', async () => {
-    const r = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps',
-      key,
-      body: '{"name":"p","__proto__":{"admin":true}}',
-      headers: { 'content-type': 'application/json' },
-    });
+    const r = await postJson('/api/v1/apps', '{"name":"p","__proto__":{"admin":true}}');
     expectError(r, 400, 'bad_request');
   });
 
@@ -296,22 +250,10 @@ describe('validation (spec: Commit App Files bounds)', () => {
   it('text that is not valid Unicode (a lone surrogate, valid JSON) is refused where it is, never stored as U+FFFD', async () => {
     // Two paths that differ only in their lone surrogate would be one path in the database.
     const raw = '{"message":"m","files":[{"path":"x\\ud800","content":"1"},{"path":"x\\udc00","content":"2"}]}';
-    const r = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps/web/commits',
-      key,
-      body: raw,
-      headers: { 'content-type': 'application/json' },
-    });
+    const r = await postJson('/api/v1/apps/web/commits', raw);
     expectError(r, 422, 'validation_error');
     expect(['files[0].path', 'files[1].path']).toContain(r.body.error.param);
-    const key_ = await t.call({
-      method: 'POST',
-      url: '/api/v1/apps',
-      key,
-      body: '{"name":"ok","\\udc00":1}',
-      headers: { 'content-type': 'application/json' },
-    });
+    const key_ = await postJson('/api/v1/apps', '{"name":"ok","\\udc00":1}');
     expectError(key_, 400, 'bad_request');
   });
 });
