@@ -73,8 +73,8 @@ export function createAgentService({ db }: { db: Db }) {
     findAgent,
 
     async createAgent(tenantId: string, input: NewAgent): Promise<AgentRecord> {
-      // Ids compare in the database's lower case, whatever case the client sent.
-      const sent = (input.handoff_agent_ids ?? []).map((id) => id.toLowerCase());
+      // Ids arrive lower-cased by validation (the `Uuid` schema), as the database answers them.
+      const sent = input.handoff_agent_ids ?? [];
       const handoffIds = [...new Set(sent)];
       if (handoffIds.length > 0) {
         const found = await db

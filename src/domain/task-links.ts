@@ -12,7 +12,6 @@ import { InvalidParametersError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
 import { findTask, identifierOf } from './tasks.js';
-import { checkUuid } from './users.js';
 
 /** The linkable kinds, with the admin console path each target is shown at. */
 export const LINK_TARGETS = {
@@ -153,7 +152,7 @@ export function createTaskLinkService({
       ref: string,
       input: { target_type: LinkTargetType; target_id: string },
     ): Promise<{ created: boolean; link: TaskLinkRecord }> {
-      const targetId = checkUuid(input.target_id, 'target_id');
+      const targetId = input.target_id;
       const task = await findTask(db, tenantId, ref);
       const context = await findTarget(db, tenantId, input.target_type, targetId);
       if (!context) {

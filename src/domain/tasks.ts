@@ -9,7 +9,7 @@ import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
-import { checkUuid, findStaff, type PersonSummary } from './users.js';
+import { findStaff, type PersonSummary } from './users.js';
 
 export const TASK_IDENTIFIER = /^TASK-([1-9][0-9]{0,8})$/;
 
@@ -133,7 +133,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       tenantId: string,
       input: { title: string; description?: string | undefined; assignee_id?: string | undefined },
     ): Promise<TaskRecord> {
-      const assigneeId = input.assignee_id === undefined ? null : checkUuid(input.assignee_id, 'assignee_id');
+      const assigneeId = input.assignee_id ?? null;
       return db.transaction().execute(async (trx) => {
         if (assigneeId !== null && !(await findStaff(trx, tenantId, [assigneeId])).has(assigneeId)) {
           throw new InvalidParametersError('assignee_id', `assignee_id names no user of this workspace.`);
@@ -196,8 +196,9 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       input: { content: string; mention_ids?: string[] | undefined; author_id?: string | undefined },
       caller: Caller,
     ): Promise<TaskCommentRecord> {
-      const authorId = input.author_id === undefined ? null : checkUuid(input.author_id, 'author_id');
-      const mentionIds = [...new Set((input.mention_ids ?? []).map((id, i) => checkUuid(id, `mention_ids[${i}]`)))];
+      // Ids arrive as UUIDs lower-cased by validation (the `Uuid` schema), as the database answers them.
+      const authorId = input.author_id ?? null;
+      const mentionIds = [...new Set(input.mention_ids ?? [])];
       return db.transaction().execute(async (trx) => {
         const task = await findTask(trx, tenantId, ref);
         const staff = await findStaff(trx, tenantId, authorId === null ? mentionIds : [...mentionIds, authorId]);
@@ -205,7 +206,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
           throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
         }
         (input.mention_ids ?? []).forEach((id, i) => {
-          if (!staff.has(id.toLowerCase())) {
+          if (!staff.has(id)) {
             throw new InvalidParametersError(`mention_ids[${i}]`, `mention_ids[${i}] names no user of this workspace.`);
           }
         });

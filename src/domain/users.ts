@@ -120,15 +120,6 @@ export function checkPermissions(values: readonly string[], param = 'permissions
   return [...names];
 }
 
-/**
- * A body UUID, lower-cased as PostgreSQL returns it; refuses what PostgreSQL would not take (ajv's
- * `uuid` format also allows a `urn:uuid:` prefix).
- */
-export function checkUuid(value: string, param: string): string {
-  if (!isUuid(value)) throw new ValidationError(param, `${param} must be a UUID.`);
-  return value.toLowerCase();
-}
-
 /** The staff users of a tenant among `ids`, as person summaries by id. */
 export async function findStaff(db: Db, tenantId: string, ids: readonly string[]): Promise<Map<string, PersonSummary>> {
   if (ids.length === 0) return new Map();
