@@ -5,10 +5,11 @@
 // OpenAI-compatible server.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
 import { createJobQueue } from '../src/jobs/queue.js';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -262,6 +263,35 @@ describe('a run of every expected type', () => {
     expect(runs).toEqual([{ workflow_name: 'cancel_order', overridden: true }]);
     expect(cancel.outcome.transcript.map((m) => m.author)).toEqual(['customer', 'agent', 'customer', 'agent']);
     expect(cancel.outcome.transcript[2]?.content).toBe('Then please cancel_order order_id=Z1');
+  });
+
+  // PostgreSQL only: a session holding a table lock while the run writes needs a second session.
+  it.runIf(usingPostgres)("a played case's conversation is never visible without its simulation mark", async () => {
+    const { tenantId, key } = await t.tenant();
+    const ds = await newDataset(key);
+    await addCase(key, ds, { question: 'What is the airspeed of a swallow?', expected_type: 'no_answer' });
+    await t.database.db.connection().execute(async (session) => {
+      // Marks wait on this lock: whatever the run has committed by then is visible here.
+      await sql`begin`.execute(session);
+      await sql`lock table simulation_conversations in share mode`.execute(session);
+      const played = playRun(key, ds);
+      let waiting = 0;
+      for (let i = 0; i < 500 && waiting === 0; i++) {
+        await sleep(20);
+        const locks = await sql<{ n: number }>`
+          select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
+          where not l.granted and c.relname = 'simulation_conversations'`.execute(session);
+        waiting = locks.rows[0]?.n ?? 0;
+      }
+      expect(waiting).toBe(1);
+      const unmarked = await sql<{ id: string }>`
+        select c.id from conversations c
+        where c.tenant_id = ${tenantId}
+          and not exists (select 1 from simulation_conversations s where s.conversation_id = c.id)`.execute(session);
+      expect(unmarked.rows).toEqual([]);
+      await sql`commit`.execute(session);
+      expect(await played).toMatchObject({ status: 'completed', passed_tests: 1 });
+    });
   });
 
   it('counts and success_rate are readable while the run plays', async () => {

@@ -82,6 +82,12 @@ export interface TurnOptions {
    * asked for. The call itself is recorded as usual.
    */
   toolOverrides?: Record<string, unknown> | undefined;
+  /**
+   * Runs in the transaction that creates a new conversation, so what it writes exists exactly when
+   * the conversation does (a simulation marks its conversations there: nothing ever reads one
+   * unmarked).
+   */
+  onConversationCreated?: ((trx: Transaction<Database>, conversationId: string) => Promise<void>) | undefined;
 }
 
 export interface RunningTurn {
@@ -952,6 +958,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
             last_message_at: new Date(),
           })
           .execute();
+        await options.onConversationCreated?.(trx, conversationId);
       }
       await trx
         .insertInto('messages')

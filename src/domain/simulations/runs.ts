@@ -281,15 +281,20 @@ export function createRunService(deps: RunnerDeps) {
             ...(conversationId ? { conversation_id: conversationId } : { agent_id: agentId }),
             ...(language && !conversationId ? { language } : {}),
           },
-          { toolOverrides: overrides },
+          {
+            toolOverrides: overrides,
+            // Marked as the run's in the conversation's own transaction: question extraction and
+            // coverage never see it as a customer's, not even while its first turn plays.
+            onConversationCreated: async (trx, id) => {
+              await trx
+                .insertInto('simulation_conversations')
+                .values({ conversation_id: id, tenant_id: tenantId, run_id: runId, test_case_id: testCase.id })
+                .execute();
+            },
+          },
         );
         if (!conversationId) {
           conversationId = turn.conversationId;
-          await db
-            .insertInto('simulation_conversations')
-            .values({ conversation_id: conversationId, tenant_id: tenantId, run_id: runId, test_case_id: testCase.id })
-            .onConflict((oc) => oc.column('conversation_id').doNothing())
-            .execute();
           await db
             .updateTable('simulation_results')
             .set({ conversation_id: conversationId })
