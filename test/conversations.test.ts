@@ -678,14 +678,40 @@ describe('edge cases', () => {
     expect(gaps).toEqual([]);
   });
 
-  it('a streamed send with an Idempotency-Key runs each time (a stream is not replayed) and never locks the key', async () => {
+  it('a streamed send keeps its Idempotency-Key: a repeat answers 409 once the stream ends, never runs again', async () => {
+    const { tenantId, key } = await t.tenant();
+    // Media types ignore case: this Accept asks for a stream as surely as a lower-case one.
+    for (const accept of ['text/event-stream', 'Text/Event-Stream']) {
+      const headers = { accept, 'idempotency-key': `stream-${accept}` };
+      const first = await send(key, { content: 'Hello' }, headers);
+      expect(first.status).toBe(200);
+      expect(first.text).toContain('event: done');
+      // The key is recorded once the stream has closed, just after the client read its end.
+      const second = await until(
+        () => send(key, { content: 'Hello' }, headers),
+        (answer) => !/still being processed/.test(answer.body?.error?.message ?? ''),
+      );
+      expectError(second, 409, 'conflict', 'Idempotency-Key');
+      expect(second.body.error.message).toMatch(/stream, which cannot be replayed/);
+      // Sent as JSON, the repeat is refused the same way.
+      expectError(await send(key, { content: 'Hello' }, { 'idempotency-key': `stream-${accept}` }), 409, 'conflict');
+    }
+    const conversations = await t.database.db
+      .selectFrom('conversations')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(conversations).toHaveLength(2);
+  });
+
+  it('a streamed send refused before its stream opens stores that answer for a repeat', async () => {
     const { key } = await t.tenant();
-    const headers = { accept: 'text/event-stream', 'idempotency-key': 'stream-1' };
-    const first = await send(key, { content: 'Hello' }, headers);
-    const second = await send(key, { content: 'Hello' }, headers);
-    expect(first.status).toBe(200);
-    expect(second.status).toBe(200);
-    expect(second.text).toContain('event:');
-    expect(second.headers['idempotent-replayed']).toBeUndefined();
+    const headers = { accept: 'text/event-stream', 'idempotency-key': 'stream-refused' };
+    const missing = '00000000-0000-4000-8000-000000000000';
+    const first = await send(key, { content: 'Hello', conversation_id: missing }, headers);
+    expectError(first, 404, 'not_found');
+    const again = await send(key, { content: 'Hello', conversation_id: missing }, headers);
+    expectError(again, 404, 'not_found');
+    expect(again.headers['idempotent-replayed']).toBe('true');
   });
 });

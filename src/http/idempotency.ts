@@ -1,16 +1,20 @@
 // Idempotency-Key on POST (DESIGN.md §5): the first answer (any status below 500) is stored for
 // 24 h per tenant and replayed for a repeat with the same method, path and body; the same key
 // with another request answers 409 `conflict`, as does a repeat while the first is still running.
-// Requests that ask for a Server-Sent Events stream are not stored (a stream cannot be replayed).
+// A request answered with a Server-Sent Events stream keeps its key, but a stream cannot be
+// replayed: once it ends, a repeat answers 409 `conflict` rather than running again.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { ConflictError, ValidationError } from '../domain/errors.js';
 import { sha256Hex } from '../lib/ids.js';
 import { hookList } from './hooks.js';
+import { asksForEventStream } from './negotiation.js';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 const HEADER = 'idempotency-key';
+/** The content type recorded for a key whose answer was a stream: there is no body to replay. */
+const STREAMED = 'text/event-stream';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,8 +33,6 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
   const reserve = async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers[HEADER];
     if (request.method !== 'POST' || header === undefined || !request.auth) return;
-    // A streamed answer (SSE) is not a record that can be replayed: such requests run as sent.
-    if (String(request.headers.accept ?? '').includes('text/event-stream')) return;
     if (typeof header !== 'string' || header.length === 0 || header.length > 255) {
       throw new ValidationError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 characters.');
     }
@@ -47,6 +49,20 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
       returning key`.execute(db);
     if (reserved.rows.length > 0) {
       request.idempotencyKey = header;
+      // A stream's answer bypasses `store`: once it ends, the key is recorded as used by a stream
+      // (an answer sent as JSON instead, such as an error, has been stored and released it).
+      if (asksForEventStream(request.headers.accept)) {
+        reply.raw.once('close', () => {
+          if (request.idempotencyKey === null) return;
+          request.idempotencyKey = null;
+          db.updateTable('idempotency_keys')
+            .set({ status_code: reply.raw.statusCode, content_type: STREAMED, response_body: null })
+            .where('tenant_id', '=', tenantId)
+            .where('key', '=', header)
+            .execute()
+            .catch(onError);
+        });
+      }
       return;
     }
     const stored = await db
@@ -63,6 +79,12 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
     }
     if (stored.status_code === null) {
       throw new ConflictError('A request with this Idempotency-Key is still being processed.', 'Idempotency-Key');
+    }
+    if (stored.content_type === STREAMED) {
+      throw new ConflictError(
+        'This Idempotency-Key was used by a request answered with a stream, which cannot be replayed; use a new key.',
+        'Idempotency-Key',
+      );
     }
     reply.header('idempotent-replayed', 'true');
     reply.code(stored.status_code).type(stored.content_type ?? 'application/json; charset=utf-8');

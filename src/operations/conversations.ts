@@ -8,6 +8,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../agent/engine.js';
 import type { TurnEvent } from '../agent/types.js';
 import { checkBulkItems } from '../domain/errors.js';
+import { asksForEventStream } from '../http/negotiation.js';
 import { defineOperation, type OperationContext, withStatus } from './registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -95,7 +96,7 @@ const Context = Type.Object(
 const MessageParams = Type.Object({ message_id: Uuid });
 
 const wantsStream = (ctx: OperationContext<unknown, unknown, unknown>) =>
-  /\btext\/event-stream\b/i.test(String(ctx.http?.request.headers.accept ?? ''));
+  asksForEventStream(ctx.http?.request.headers.accept);
 
 /**
  * Answers a turn: as JSON (the message once the turn ends, or once it waits for client results
