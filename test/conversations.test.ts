@@ -230,6 +230,28 @@ describe('built-in rule 1: client functions and workflows named in the message',
     expect(runs.some((r) => r.workflow_id === off.body.id)).toBe(false);
   });
 
+  it("validates each workflow's arguments against its own schema, whatever $id another schema of any tenant has", async () => {
+    const $id = 'https://example.com/args.json';
+    const tenants = [await t.tenant(), await t.tenant()];
+    for (const [i, { key }] of tenants.entries()) {
+      for (const name of ['alpha', 'beta']) {
+        const field = `${name}_${i}`;
+        const wf = await post(key, '/api/v1/workflows', {
+          name,
+          input_schema: { $id, type: 'object', properties: { [field]: { type: 'string' } }, required: [field] },
+        });
+        await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.body.id}/enabled`, key, body: { enabled: true } });
+      }
+    }
+    for (const [i, { key }] of tenants.entries()) {
+      for (const name of ['alpha', 'beta']) {
+        const sent = await send(key, { content: `please run ${name} ${name}_${i}=1` });
+        expect(sent.body.function_calls).toHaveLength(1);
+        expect(sent.body.function_calls[0]).toMatchObject({ name, status: 'completed' });
+      }
+    }
+  });
+
   it('records a failed workflow run when the arguments break its input schema', async () => {
     const { key } = await t.tenant();
     const wf = await post(key, '/api/v1/workflows', {

@@ -135,6 +135,27 @@ describe('workflows', () => {
     }
   });
 
+  it("a schema's $id is its own: naming Ajv's meta-schema or another's $id changes no other check", async () => {
+    const create = (name: string, input_schema: unknown) =>
+      t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name, input_schema } });
+    // The id of JSON Schema draft-07 itself: the check must not drop the meta-schema it relies on.
+    const meta = await create('meta-id', { $id: 'http://json-schema.org/draft-07/schema#', type: 'object' });
+    expect(meta.status).toBe(201);
+    expect((await create('after-meta-id', { type: 'object' })).status).toBe(201);
+    expectError(await create('after-meta-id-bad', { type: 'nonsense' }), 422, 'validation_error', 'input_schema');
+  });
+
+  it('an input_schema must describe an object: the arguments of a call always are one', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      key,
+      body: { name: 'stringly', input_schema: { type: 'string' } },
+    });
+    expectError(r, 422, 'validation_error', 'input_schema');
+    expect(r.body.error.message).toBe('input_schema must describe an object.');
+  });
+
   it('delete answers the deleted acknowledgement, then 404', async () => {
     const wf = (await t.call({ method: 'POST', url: '/api/v1/workflows', key, body: { name: 'gone' } })).body;
     const r = await t.call({ method: 'DELETE', url: `/api/v1/workflows/${wf.id}`, key });

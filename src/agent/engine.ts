@@ -12,7 +12,6 @@
 //   (posted to the same function-results endpoint) for CLIENT_FUNCTION_TIMEOUT_MS;
 // - the turn's result is written to the database whatever happens to the client that asked.
 
-import { Ajv, type ValidateFunction } from 'ajv';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { Database } from '../db/schema.js';
@@ -27,7 +26,7 @@ import {
 } from '../domain/errors.js';
 import type { EmitEvent } from '../domain/events.js';
 import { newId } from '../lib/ids.js';
-import { jsonSchemaProblem } from '../lib/json-schema.js';
+import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
 import {
   type Citation,
   type ClientFunction,
@@ -180,8 +179,6 @@ export interface AgentEngineDeps {
   emitEvent?: EmitEvent;
 }
 
-const schemaChecker = new Ajv({ strict: false });
-
 /** Validates client functions: unique names, not the engine's own, parameters a JSON Schema of an object. */
 export function checkClientFunctions(functions: ClientFunction[] | undefined, param = 'client_functions'): void {
   const seen = new Set<string>();
@@ -194,36 +191,9 @@ export function checkClientFunctions(functions: ClientFunction[] | undefined, pa
     }
     seen.add(fn.name);
     if (fn.parameters === undefined) return;
-    const problem = jsonSchemaProblem(fn.parameters);
-    if (problem !== undefined) {
-      throw new ValidationError(
-        `${param}[${i}].parameters`,
-        `${param}[${i}].parameters is not a JSON Schema (draft-07) this API can use: ${problem}`,
-      );
-    }
-    if (fn.parameters.type !== undefined && fn.parameters.type !== 'object') {
-      throw new ValidationError(`${param}[${i}].parameters`, `${param}[${i}].parameters must describe an object.`);
-    }
+    const problem = argumentsSchemaProblem(fn.parameters, `${param}[${i}].parameters`);
+    if (problem !== undefined) throw new ValidationError(`${param}[${i}].parameters`, problem);
   });
-}
-
-/** Compiled workflow input schemas, bounded so a long-running process does not grow without end. */
-function createSchemaCache(max = 200) {
-  let ajv = new Ajv({ strict: false, allErrors: false });
-  let cache = new Map<string, ValidateFunction>();
-  return (schema: Record<string, unknown>): ValidateFunction => {
-    const key = JSON.stringify(schema);
-    let validate = cache.get(key);
-    if (!validate) {
-      if (cache.size >= max) {
-        ajv = new Ajv({ strict: false, allErrors: false });
-        cache = new Map();
-      }
-      validate = ajv.compile(schema);
-      cache.set(key, validate);
-    }
-    return validate;
-  };
 }
 
 function deferred<T>() {
@@ -242,7 +212,6 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   const { db, provider, agents, conversations } = deps;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const minRank = deps.minRank ?? MIN_ANSWER_RANK;
-  const compileSchema = createSchemaCache();
   const shutdown = new AbortController();
   /** In-process wake-ups for turns waiting on client results (other instances poll). */
   const waiters = new Map<string, Set<() => void>>();
@@ -438,8 +407,8 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       let problem: string | undefined;
       if (workflow.input_schema) {
         try {
-          const validate = compileSchema(workflow.input_schema);
-          if (!validate(call.arguments)) problem = schemaChecker.errorsText(validate.errors);
+          const validate = compileClientSchema(workflow.input_schema);
+          if (!validate(call.arguments)) problem = schemaErrorsText(validate.errors);
         } catch (error) {
           problem = `its input schema cannot be used (${error instanceof Error ? error.message : String(error)})`;
         }

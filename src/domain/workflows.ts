@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { newId } from '../lib/ids.js';
-import { jsonSchemaProblem } from '../lib/json-schema.js';
+import { argumentsSchemaProblem } from '../lib/json-schema.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
 import { newestFirst, type Page, toList } from './pagination.js';
@@ -52,13 +52,9 @@ const toRecord = (row: {
 export function createWorkflowService({ db }: { db: Db }) {
   return {
     async createWorkflow(tenantId: string, input: NewWorkflow): Promise<WorkflowRecord> {
-      const problem = input.input_schema === undefined ? undefined : jsonSchemaProblem(input.input_schema);
-      if (problem !== undefined) {
-        throw new ValidationError(
-          'input_schema',
-          `input_schema is not a JSON Schema (draft-07) this API can use: ${problem}`,
-        );
-      }
+      const problem =
+        input.input_schema === undefined ? undefined : argumentsSchemaProblem(input.input_schema, 'input_schema');
+      if (problem !== undefined) throw new ValidationError('input_schema', problem);
       try {
         const row = await db
           .insertInto('workflows')

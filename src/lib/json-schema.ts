@@ -1,31 +1,76 @@
-// Schemas that clients hand us to validate against later (a workflow's input, a client function's
-// parameters): checked once, where they are sent, so a schema Ajv cannot use is a 422 then rather
-// than a 500 or a failed call later.
-import { Ajv } from 'ajv';
+// Schemas that clients hand us (a workflow's input, a client function's parameters): checked where
+// they are sent, so a schema Ajv cannot use is a 422 then rather than a 500 or a failed call
+// later, and compiled again when a turn validates arguments against them.
+//
+// Every such schema goes through one compiler. `addUsedSchema: false` keeps a schema's `$id` out of
+// the Ajv instance: a client's `$id` can then neither collide with another client's (of any
+// tenant) nor replace one of Ajv's own meta-schemas. An instance compiles at most `max` schemas and
+// is then replaced, so a long-running process does not grow without end.
+import { Ajv, type ValidateFunction } from 'ajv';
 
-const checker = new Ajv({ strict: false });
+const options = { strict: false, allErrors: false, addUsedSchema: false } as const;
+
+function createSchemaCompiler(max: number) {
+  let ajv = new Ajv(options);
+  let cache = new Map<string, ValidateFunction>();
+  return {
+    /** Ajv's own validity check of a schema against its meta-schema (draft-07). */
+    validateSchema(schema: Record<string, unknown>): string | undefined {
+      return ajv.validateSchema(schema) ? undefined : ajv.errorsText();
+    },
+    /** Validation errors as one line of text. */
+    errorsText(errors: ValidateFunction['errors']): string {
+      return ajv.errorsText(errors);
+    },
+    /** The compiled schema; throws what Ajv throws for a schema it cannot compile. */
+    compile(schema: Record<string, unknown>): ValidateFunction {
+      const key = JSON.stringify(schema);
+      let validate = cache.get(key);
+      if (!validate) {
+        if (cache.size >= max) {
+          ajv = new Ajv(options);
+          cache = new Map();
+        }
+        validate = ajv.compile(schema);
+        cache.set(key, validate);
+      }
+      return validate;
+    },
+  };
+}
+
+const compiler = createSchemaCompiler(200);
+
+/** A client's schema compiled, for validating data against it; throws when Ajv cannot use it. */
+export const compileClientSchema = (schema: Record<string, unknown>): ValidateFunction => compiler.compile(schema);
+
+/** Why data failed a compiled client schema, as one line of text. */
+export const schemaErrorsText = (errors: ValidateFunction['errors']): string => compiler.errorsText(errors);
 
 /**
  * Why Ajv (JSON Schema draft-07, its default dialect) could not use `schema`, or undefined when it
  * can. Ajv throws, rather than answers false, for a `$schema` it has not loaded (2020-12 among them)
  * and for a `$ref` it cannot resolve; both are the sender's mistake. Compiling also proves what
- * `validateSchema` does not; the compiled schema is dropped again, so nothing accumulates.
+ * `validateSchema` does not.
  */
 export function jsonSchemaProblem(schema: Record<string, unknown>): string | undefined {
   try {
-    if (!checker.validateSchema(schema)) return checker.errorsText();
-  } catch (error) {
-    return messageOf(error);
-  }
-  // Valid against the meta-schema, so an `$id` is a string, which `removeSchema` needs.
-  try {
-    checker.compile(schema);
+    const invalid = compiler.validateSchema(schema);
+    if (invalid !== undefined) return invalid;
+    compiler.compile(schema);
     return undefined;
   } catch (error) {
-    return messageOf(error);
-  } finally {
-    checker.removeSchema(schema);
+    return error instanceof Error ? error.message : String(error);
   }
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/**
+ * Why `schema`, sent as the field `name`, cannot describe a function's arguments (always a JSON
+ * object), as a message naming the field; undefined when it can.
+ */
+export function argumentsSchemaProblem(schema: Record<string, unknown>, name: string): string | undefined {
+  const problem = jsonSchemaProblem(schema);
+  if (problem !== undefined) return `${name} is not a JSON Schema (draft-07) this API can use: ${problem}`;
+  if (schema.type !== undefined && schema.type !== 'object') return `${name} must describe an object.`;
+  return undefined;
+}
