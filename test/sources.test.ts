@@ -441,6 +441,44 @@ describe('website sync', () => {
     expect(failed.sync_error).toContain(`redirects to ${moved}/`);
   });
 
+  it('a start page that answers 403 or 404 fails the sync saying so, and keeps every document', async () => {
+    const site = await linkedSite();
+    const source = await createSource({ name: 'Walled', source_type: 'website', domain: site.origin });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    expect((await getSource(source.id)).document_count).toBe(4);
+    for (const status of [403, 404]) {
+      // A firewall refuses the start page; the other pages still answer.
+      site.pages.set('/', { status, body: 'refused' });
+      await post(`/api/v1/sources/${source.id}/sync`);
+      await t.jobs.runUntilIdle();
+      const failed = await getSource(source.id);
+      expect(failed).toMatchObject({ sync_status: 'failed', document_count: 4 });
+      expect(failed.sync_error).toContain(`${site.origin}/ answered ${status}`);
+    }
+  });
+
+  it('a crawl stopped by the page cap (200) removes no page it did not reach', async () => {
+    const site = await newSite();
+    const paths = Array.from({ length: 250 }, (_, i) => `/p${i}`);
+    const linking = (order: string[]) =>
+      site.html('/', `<body><p>Index.</p>${order.map((p) => `<a href="${p}">${p}</a>`).join('')}</body>`);
+    for (const path of paths) site.html(path, `<body><p>Page ${path}.</p></body>`);
+    linking(paths);
+    const source = await createSource({ name: 'Big', source_type: 'website', domain: site.origin });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    expect((await getSource(source.id)).document_count).toBe(200);
+    // Linked the other way round, the next crawl reaches other pages first; /p5 is still there.
+    linking([...paths].reverse());
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    const after = await getSource(source.id);
+    expect(after.sync_status).toBe('synced');
+    // The start page and every page of either crawl: /p0 to /p249.
+    expect(after.document_count).toBe(251);
+  });
+
   it('a site that cannot be read fails the sync with a readable sync_error and keeps the documents', async () => {
     const site = await linkedSite();
     const source = await createSource({ name: 'Flaky', source_type: 'website', domain: site.origin });

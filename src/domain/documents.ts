@@ -445,13 +445,14 @@ export function createDocumentService({ db }: { db: Db }) {
     /**
      * Writes a crawl's pages into a website source, in one transaction: new pages added, changed
      * pages updated, unchanged pages left as they are, and pages gone from the site removed.
-     * `keep` lists pages the crawl could not read this time (a server error): they stay.
+     * `keep` tells which pages the crawl did not return stay all the same (ones it could not read
+     * this time, or never reached).
      */
     async replaceSourcePages(
       tenantId: string,
       sourceId: string,
       pages: PageInput[],
-      keep: string[],
+      keep: (pageId: string) => boolean,
     ): Promise<PageSyncResult> {
       return db.transaction().execute(async (trx) => {
         const existing = new Map(
@@ -495,8 +496,7 @@ export function createDocumentService({ db }: { db: Db }) {
             result.unchanged++;
           }
         }
-        const keepSet = new Set(keep);
-        const gone = [...existing.entries()].filter(([pageId]) => !seen.has(pageId) && !keepSet.has(pageId));
+        const gone = [...existing.entries()].filter(([pageId]) => !seen.has(pageId) && !keep(pageId));
         if (gone.length > 0) {
           await trx
             .deleteFrom('documents')

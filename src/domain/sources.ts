@@ -232,7 +232,12 @@ export function createSourceService(deps: SourceServiceDeps) {
           signal: ctx.signal,
         });
         await ctx.heartbeat();
-        await documents.replaceSourcePages(tenantId, sourceId, crawl.pages, crawl.unreadable);
+        const unreadable = new Set(crawl.unreadable);
+        const visited = new Set(crawl.visited);
+        // A page the crawl could not read stays, and so does one a crawl stopped by the page cap
+        // never reached: only a page it read as gone is removed.
+        const keep = (pageId: string) => unreadable.has(pageId) || (crawl.truncated && !visited.has(pageId));
+        await documents.replaceSourcePages(tenantId, sourceId, crawl.pages, keep);
       } else {
         await documents.reindexSource(tenantId, sourceId);
       }

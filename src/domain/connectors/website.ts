@@ -51,8 +51,10 @@ export interface CrawlResult {
   pages: CrawledPage[];
   /** Pages that exist but could not be read this time (server error, timeout): keep what we have. */
   unreadable: string[];
-  /** Whether the page cap stopped the crawl. */
+  /** Whether the page cap stopped the crawl (pages it did not reach may still exist). */
   truncated: boolean;
+  /** The pages the crawl asked for, whatever they answered. */
+  visited: string[];
 }
 
 /** A crawl that could not start (bad domain, unreachable or refused host). Its message is for users. */
@@ -227,11 +229,13 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
 
   const pages = new Map<string, CrawledPage>();
   const unreadable = new Set<string>();
+  const visited = new Set<string>();
   let firstError: string | undefined;
   let fetched = 0;
   let truncated = false;
 
   const visit = async (url: URL) => {
+    visited.add(pageIdOf(url));
     let response: SafeResponse;
     try {
       response = await fetchText(url, 'text/html,application/xhtml+xml');
@@ -248,11 +252,15 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
       unreadable.add(pageIdOf(url));
       return;
     }
-    // The start page sent elsewhere (http:// to https://, another host): the site is not here, and
-    // reading it as empty would remove every document of the source. The sync fails, saying where.
-    if (response.status >= 300 && response.status < 400 && url.href === start.href) {
+    // A start page that does not answer 200 (sent elsewhere, as from http:// to https://; refused,
+    // as by a firewall; missing): the site cannot be read from it, and reading it as empty would
+    // remove every document of the source. The sync fails, saying why.
+    if (response.status !== 200 && url.href === start.href) {
       const location = String(response.headers.location ?? '');
-      firstError ??= `${url.href} redirects to ${location}, outside ${origin}; give that address as the domain`;
+      firstError ??=
+        response.status >= 300 && response.status < 400
+          ? `${url.href} redirects to ${location}, outside ${origin}; give that address as the domain`
+          : `${url.href} answered ${response.status}`;
       unreadable.add(pageIdOf(url));
       return;
     }
@@ -300,7 +308,12 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
   if (pages.size === 0 && firstError !== undefined) {
     throw new CrawlError(`No page of ${origin} could be read: ${firstError}`);
   }
-  return { pages: [...pages.values()], unreadable: [...unreadable].filter((id) => !pages.has(id)), truncated };
+  return {
+    pages: [...pages.values()],
+    unreadable: [...unreadable].filter((id) => !pages.has(id)),
+    truncated,
+    visited: [...visited],
+  };
 }
 
 /** Page URLs listed by the sitemaps (robots.txt's, else /sitemap.xml), same origin only. */
