@@ -11,6 +11,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isQueryCanceled } from '../db/errors.js';
+import { startsWithCalendarDate } from '../lib/time.js';
 import { DomainError, MissingParameterError, ValidationError } from './errors.js';
 
 export const REPORT_TYPES = ['last_7_days', 'last_30_days', 'last_90_days', 'custom'] as const;
@@ -73,14 +74,12 @@ export interface DashboardReport {
 }
 
 const DAY_MS = 86_400_000;
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 function parseDate(value: string, param: string): number {
-  const time = DATE.test(value) ? Date.parse(`${value}T00:00:00.000Z`) : Number.NaN;
-  if (Number.isNaN(time) || new Date(time).toISOString().slice(0, 10) !== value) {
+  if (value.length !== 10 || !startsWithCalendarDate(value)) {
     throw new ValidationError(param, `${param} must be a calendar date (YYYY-MM-DD).`);
   }
-  return time;
+  return Date.parse(`${value}T00:00:00.000Z`);
 }
 
 const day = (time: number) => new Date(time).toISOString().slice(0, 10);

@@ -10,7 +10,7 @@ import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Database, DataFieldDeclaration } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
-import { iso } from '../lib/time.js';
+import { iso, startsWithCalendarDate } from '../lib/time.js';
 import { ConflictError, checkBulkItems, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
 import { decodeIdCursor, newestFirst, type Page, toList } from './pagination.js';
 
@@ -161,7 +161,12 @@ function matchesType(type: FieldType, value: unknown): boolean {
     case 'boolean':
       return typeof value === 'boolean';
     case 'date':
-      return typeof value === 'string' && DATE.test(value) && !Number.isNaN(Date.parse(value));
+      return (
+        typeof value === 'string' &&
+        DATE.test(value) &&
+        startsWithCalendarDate(value) &&
+        !Number.isNaN(Date.parse(value))
+      );
     case 'json':
       return true;
   }

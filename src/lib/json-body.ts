@@ -6,6 +6,10 @@
 // - text that is not well-formed Unicode: a lone surrogate (`"\ud800"` is valid JSON). UTF-8, and
 //   so PostgreSQL, cannot carry one: it would be stored as U+FFFD, silently, and two strings that
 //   differ only there would become one (a 500 on a unique key, a commit's paths).
+// - a NUL character (`"\u0000"` is valid JSON): PostgreSQL's text and jsonb cannot hold one, and
+//   the insert would fail without saying which field.
+// - a number beyond what a double holds (`1e400`): JSON.parse reads it as Infinity, which would be
+//   stored as null.
 // The walk is iterative, so any depth is safe.
 export const MAX_JSON_DEPTH = 64;
 
@@ -13,6 +17,12 @@ export const MAX_JSON_DEPTH = 64;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 // String.prototype.isWellFormed, which Node 20 has but TypeScript's ES2022 library does not declare.
 const wellFormed = (text: string) => !LONE_SURROGATE.test(text);
+
+/** Why text cannot be stored as it is, or undefined. */
+const textProblem = (text: string): string | undefined => {
+  if (text.includes('\u0000')) return 'holds a NUL character (\\u0000), which cannot be stored';
+  return wellFormed(text) ? undefined : 'is not valid Unicode text (it holds a lone surrogate)';
+};
 
 export interface JsonProblem {
   /** Where: a body field's path (`files[1].path`); for nesting, the top-level field. */
@@ -43,11 +53,16 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
     const entry = stack.pop() as Entry;
     const { value: current, depth } = entry;
     if (typeof current === 'string') {
-      if (!wellFormed(current)) {
+      const problem = textProblem(current);
+      if (problem !== undefined) {
         const param = pathOf(entry);
-        return { param, message: `${param || 'The body'} is not valid Unicode text (it holds a lone surrogate).` };
+        return { param, message: `${param || 'The body'} ${problem}.` };
       }
       continue;
+    }
+    if (typeof current === 'number' && !Number.isFinite(current)) {
+      const param = pathOf(entry);
+      return { param, message: `${param || 'The body'} is a number too large to be read (beyond ±1.8e308).` };
     }
     if (typeof current !== 'object' || current === null) continue;
     if (depth + 1 > max) {
@@ -63,9 +78,10 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
       });
     } else {
       for (const [key, item] of Object.entries(current)) {
-        if (!wellFormed(key)) {
+        const problem = textProblem(key);
+        if (problem !== undefined) {
           const param = pathOf(entry);
-          return { param, message: `${param || 'The body'} has a key that is not valid Unicode text.` };
+          return { param, message: `${param || 'The body'} has a key that ${problem}.` };
         }
         stack.push({ value: item, depth: depth + 1, parent: entry, key });
       }

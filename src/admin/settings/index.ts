@@ -22,6 +22,7 @@ import type { TenantService } from '../../domain/tenants.js';
 import { type Authenticator, tenantFromHost } from '../../http/auth.js';
 import { ERROR_CATALOGUE, summarize } from '../../http/errors.js';
 import { isUuid, newId } from '../../lib/ids.js';
+import { startsWithCalendarDate } from '../../lib/time.js';
 import { SETTINGS_CSS, SETTINGS_JS } from './assets.js';
 import { errorPage, type KeysPageInput, keysPage, LOGIN_PATH, loginPage, SETTINGS_PATH } from './pages.js';
 
@@ -248,13 +249,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     if (unknown) return refuse(`'${unknown}' is not a known scope.`);
     let expiresAt: string | null = null;
     if (expiresOn) {
-      // A date that exists: Date.parse takes 2030-02-30 as 2 March, so the day must survive the round trip.
-      const parsed = new Date(`${expiresOn}T23:59:59.999Z`);
-      if (
-        !/^\d{4}-\d{2}-\d{2}$/.test(expiresOn) ||
-        Number.isNaN(parsed.getTime()) ||
-        !parsed.toISOString().startsWith(expiresOn)
-      ) {
+      if (expiresOn.length !== 10 || !startsWithCalendarDate(expiresOn)) {
         return refuse('The expiry date must be a date (YYYY-MM-DD).');
       }
       expiresAt = `${expiresOn}T23:59:59.999Z`;
