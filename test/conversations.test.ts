@@ -371,6 +371,24 @@ describe('built-in rules 3 and 4: knowledge', () => {
     expect(conversation.body.language).toBe('fr');
   });
 
+  it('reads words written with combining marks (Devanagari, decomposed accents) as whole words', async () => {
+    const { tenantId, key } = await t.tenant();
+    const hindi = await t.services.documents.create(tenantId, {
+      title: 'रिफंड नीति',
+      content: 'रिफंड नीति: रिफंड चौदह दिनों में मिलता है।',
+      language: 'hi',
+    });
+    const sent = await send(key, { content: 'रिफंड नीति क्या है?' });
+    expect(sent.body.citations).toEqual([expect.objectContaining({ document_id: hindi.id })]);
+    // "café" typed as e + U+0301: the accent belongs to the word.
+    const cafe = await t.services.documents.create(tenantId, {
+      title: 'Cafe\u0301 opening hours',
+      content: 'The cafe\u0301 opens at eight every morning.',
+    });
+    const asked = await send(key, { content: 'When does the cafe\u0301 open?' });
+    expect(asked.body.citations).toEqual([expect.objectContaining({ document_id: cafe.id })]);
+  });
+
   it('below the rank threshold says it does not know and records a knowledge gap', async () => {
     const { tenantId, key } = await t.tenant();
     await t.services.documents.create(tenantId, {

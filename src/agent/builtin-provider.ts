@@ -28,7 +28,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 export function findName(text: string, name: string): number {
   const wanted = normalize(name);
   if (wanted === '') return -1;
-  const pattern = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(wanted)}(?![\\p{L}\\p{N}])`, 'u');
+  const pattern = new RegExp(`(?<![\\p{L}\\p{M}\\p{N}])${escapeRegExp(wanted)}(?![\\p{L}\\p{M}\\p{N}])`, 'u');
   return normalize(text).search(pattern);
 }
 

@@ -41,7 +41,7 @@ export function searchConfigSql(languageColumn: string) {
  * many ways, so matching every word (the default AND) would find almost nothing.
  */
 export function anyWordsQuery(text: string): string {
-  const words = text.match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words = text.match(/[\p{L}\p{M}\p{N}]+/gu) ?? [];
   const distinct = new Set(words.map((w) => w.toLowerCase()).filter((w) => w !== 'or'));
   return [...distinct].slice(0, 64).join(' or ');
 }

@@ -42,7 +42,7 @@ export function contentWords(text: string): Set<string> {
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
     .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u);
+    .split(/[^\p{L}\p{M}\p{N}]+/u);
   const out = new Set<string>();
   for (const word of words) {
     if (word.length < 2 || STOPWORDS.has(word)) continue;
@@ -71,7 +71,7 @@ export function extractQuestions(message: string): string[] {
     if (sentence === '') continue;
     const words = sentence.split(' ');
     if (words.length < MIN_QUESTION_WORDS) continue;
-    const first = (words[0] ?? '').toLowerCase().replace(/[^\p{L}]/gu, '');
+    const first = (words[0] ?? '').toLowerCase().replace(/[^\p{L}\p{M}]/gu, '');
     const asks = sentence.endsWith('?') || (INTERROGATIVES.has(first) && !/[.!]$/.test(sentence));
     if (!asks) continue;
     questions.push(sentence.length > MAX_QUESTION_LENGTH ? sentence.slice(0, MAX_QUESTION_LENGTH) : sentence);
