@@ -163,7 +163,10 @@ describe('permissions', () => {
   it('validates the list: not empty, catalogue names only (param permissions[i])', async () => {
     const { key } = await t.tenant();
     const user = (await upsert(key, { email: 'h@example.com' })).body;
-    expectError(await addPermissions(key, user.id, { permissions: [] }), 422, 'validation_error', 'permissions');
+    // As every other list of 1 to 100 items: empty_items and too_many_items.
+    expectError(await addPermissions(key, user.id, { permissions: [] }), 422, 'empty_items', 'permissions');
+    const many = Array.from({ length: 101 }, () => 'manage_tasks');
+    expectError(await addPermissions(key, user.id, { permissions: many }), 422, 'too_many_items', 'permissions');
     expectError(await addPermissions(key, user.id, {}), 422, 'missing_required_parameter', 'permissions');
     expectError(
       await addPermissions(key, user.id, { permissions: ['tasks.view', 'nope'] }),

@@ -15083,6 +15083,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description 1 to 100 permission names. */
                     permissions: string[];
                 };
             };

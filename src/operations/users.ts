@@ -3,6 +3,7 @@
 // operations and the MCP tools made from them (`upsert_user`, `add_user_permissions`,
 // `remove_user_permission`) all refuse it.
 import { Type } from '@sinclair/typebox';
+import { checkBulkItems } from '../domain/errors.js';
 import { DEFAULT_ROLE, PERMISSIONS, ROLES } from '../domain/users.js';
 import { defineOperation, withStatus } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
@@ -127,14 +128,16 @@ export const userOperations = [
       '`admin` is refused with 422 `validation_error`: the API can never grant Admin status.',
     params: UserParams,
     body: Type.Object(
-      { permissions: Type.Array(PermissionName, { minItems: 1, maxItems: 100 }) },
+      { permissions: Type.Array(PermissionName, { description: '1 to 100 permission names.' }) },
       { additionalProperties: false },
     ),
     response: User,
     idempotent: true,
-    errors: ['missing_required_parameter'],
-    handler: ({ tenantId, params, body, services }) =>
-      services.users.addPermissions(tenantId, params.user_id, body.permissions),
+    errors: ['missing_required_parameter', 'empty_items', 'too_many_items'],
+    handler: ({ tenantId, params, body, services }) => {
+      checkBulkItems('permissions', body.permissions);
+      return services.users.addPermissions(tenantId, params.user_id, body.permissions);
+    },
   }),
   defineOperation({
     id: 'removeUserPermission',
