@@ -171,6 +171,31 @@ describe('full-text search', () => {
     expect((await t.call({ url: '/api/v1/documents?q=nothing%20like%20this', key })).body.data).toEqual([]);
   });
 
+  it('takes a document of 1,000,000 characters of distinct words: search indexes its first 100,000', async () => {
+    const { key } = await t.tenant();
+    // Five-letter words, each once: about 1.4 MB of words and positions, past PostgreSQL's 1 MiB
+    // cap on one search vector.
+    const word = (i: number) => {
+      let text = '';
+      for (let n = i + 26 ** 4; n > 0; n = Math.floor(n / 26)) text += String.fromCharCode(97 + (n % 26));
+      return text;
+    };
+    const words: string[] = [];
+    let length = -1;
+    for (let i = 0; length + 6 <= 1_000_000; i++) {
+      words.push(word(i));
+      length += 6;
+    }
+    const content = words.join(' ');
+    const created = await post(key, '/api/v1/documents', { title: 'Glossary', content });
+    expect(created.status, created.text).toBe(201);
+    expect((await t.call({ url: `/api/v1/documents/${created.body.id}`, key })).body.content).toHaveLength(content.length);
+    const found = await t.call({ url: `/api/v1/documents?q=${words[100]}`, key });
+    expect(found.body.data.map((d: { id: string }) => d.id)).toEqual([created.body.id]);
+    const beyond = await t.call({ url: `/api/v1/documents?q=${words[words.length - 1]}`, key });
+    expect(beyond.body.data).toEqual([]);
+  });
+
   it('q pages through ranked results with its own cursor', async () => {
     const { key } = await t.tenant();
     for (let i = 0; i < 3; i++)

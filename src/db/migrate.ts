@@ -12,6 +12,7 @@ import { simulations } from './migrations/0007-simulations.js';
 import { coverageAnalytics } from './migrations/0008-coverage-analytics.js';
 import { webhooks } from './migrations/0009-webhooks.js';
 import { knowledgeGapOccurrences } from './migrations/0010-knowledge-gap-occurrences.js';
+import { boundedSearchVectors } from './migrations/0011-bounded-search-vectors.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -30,6 +31,7 @@ export const MIGRATIONS: Migration[] = [
   coverageAnalytics,
   webhooks,
   knowledgeGapOccurrences,
+  boundedSearchVectors,
 ];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
