@@ -210,6 +210,30 @@ describe('full-text search', () => {
     expect(new Set(all).size).toBe(3);
   });
 
+  it('q pages resume after the last result: documents deleted or added between pages skip and repeat nothing', async () => {
+    const { key } = await t.tenant();
+    // Equal ranks, so the order within them is the id's.
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await createDocument(key, { title: `Note ${i}`, content: 'zebra' })).id);
+    const ids_ = (page: { body: { data: { id: string }[] } }) => page.body.data.map((d) => d.id);
+    const first = await t.call({ url: '/api/v1/documents?q=zebra&limit=4', key });
+    // Two of the first page go, and two new matches come, before the next page is read.
+    for (const id of ids_(first).slice(0, 2)) await t.call({ method: 'DELETE', url: `/api/v1/documents/${id}`, key });
+    for (let i = 0; i < 2; i++) await createDocument(key, { title: `Late ${i}`, content: 'zebra' });
+    const rest: string[] = [];
+    let cursor = first.body.next_cursor;
+    while (cursor) {
+      const page = await t.call({ url: `/api/v1/documents?q=zebra&limit=4&cursor=${cursor}`, key });
+      rest.push(...ids_(page));
+      cursor = page.body.next_cursor;
+    }
+    // Every document there from start to end is read once; the newer two sort before the cursor.
+    expect([...ids_(first), ...rest].filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
+    expect(new Set(rest).size).toBe(rest.length);
+    expect(rest.some((id) => ids_(first).includes(id))).toBe(false);
+    expectError(await t.call({ url: '/api/v1/documents?q=zebra&cursor=b2Zmc2V0OjQ', key }), 422, 'validation_error', 'cursor');
+  });
+
   it('search covers translations in their language', async () => {
     const { key } = await t.tenant();
     const doc = await createDocument(key, { title: 'Delivery', content: 'Parcels are delivered by courier.' });

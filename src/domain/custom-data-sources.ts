@@ -12,7 +12,7 @@ import type { Database, DataFieldDeclaration } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso, startsWithCalendarDate } from '../lib/time.js';
 import { ConflictError, checkBulkItems, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
-import { decodeIdCursor, newestFirst, type Page, toList } from './pagination.js';
+import { decodeIdCursor, decodeRankCursor, newestFirst, type Page, rankCursor, toList } from './pagination.js';
 
 /** Row `data` may nest objects and arrays this many levels deep (the object itself is level 1). */
 export const MAX_DATA_DEPTH = 32;
@@ -263,35 +263,6 @@ function normalizeRow(
     searchable_text: input.searchable_text ?? '',
     content: input.content ?? '',
   };
-}
-
-// --- cursors for ranked lists --------------------------------------------------------------------
-
-/** A ranked page resumes after (score, id); the cursor carries both. */
-function encodeRankCursor(row: StoredRow): string {
-  return JSON.stringify({ s: Number(row.score), i: row.id });
-}
-
-function decodeRankCursor(cursor: string | undefined): { s: number; i: string } | undefined {
-  if (cursor === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const value = parsed as { s?: unknown; i?: unknown } | undefined;
-  if (
-    typeof value !== 'object' ||
-    value === null ||
-    typeof value.s !== 'number' ||
-    !Number.isFinite(value.s) ||
-    typeof value.i !== 'string' ||
-    !isUuid(value.i)
-  ) {
-    throw new ValidationError('cursor', 'cursor is not a cursor this API returned for this query.');
-  }
-  return { s: value.s, i: value.i };
 }
 
 // --- the service -------------------------------------------------------------------------------
@@ -611,7 +582,7 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
           ${after ? sql`where (score, id) < (${after.s}::float8, ${after.i}::uuid)` : sql``}
           order by score desc, id desc
           limit ${query.limit + 1}`.execute(db);
-        return toList(rows, query, toRowRecord, encodeRankCursor);
+        return toList(rows, query, toRowRecord, (row) => rankCursor(Number(row.score), row.id));
       });
     },
 

@@ -16,10 +16,9 @@ import {
   InvalidParametersError,
   MissingParameterError,
   NotFoundError,
-  ValidationError,
 } from './errors.js';
 import { documentRanks } from './knowledge-search.js';
-import { type List, newestFirst, type Page, toList } from './pagination.js';
+import { decodeRankCursor, type List, newestFirst, type Page, rankCursor, toList } from './pagination.js';
 import { DEFAULT_LANGUAGE, normalizeLanguage, searchConfigFor, searchConfigSql } from './text-search.js';
 
 type Executor = Db | Transaction<Database>;
@@ -171,14 +170,6 @@ const contentHash = (title: string, content: string) =>
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
 
-/** Search results page by offset (ranks are not ordered by id); the cursor encodes it. */
-function decodeOffsetCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
-  const match = /^offset:(\d{1,9})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
-  return Number(match[1]);
-}
-
 export function createDocumentService({ db }: { db: Db }) {
   /** A body `source_id` must name a manual source of the tenant: website pages come from their crawl. */
   async function checkManualSource(executor: Executor, tenantId: string, sourceId: string): Promise<void> {
@@ -252,7 +243,7 @@ export function createDocumentService({ db }: { db: Db }) {
     ): Promise<List<DocumentRecord>> {
       const q = page.q?.trim();
       if (q) {
-        const offset = decodeOffsetCursor(page.cursor);
+        const after = decodeRankCursor(page.cursor);
         const result = await sql<DocumentRow>`
           with ranked as (${documentRanks(tenantId, q, { sourceId: page.source_id })})
           select d.id, d.title, d.content, d.language, d.source_id, d.page_id, d.url, d.created_at, d.updated_at,
@@ -272,10 +263,11 @@ export function createDocumentService({ db }: { db: Db }) {
                   order by p.rank desc, p.pass
                   limit 1) as snippet
           from ranked r join documents d on d.id = r.document_id and d.tenant_id = ${tenantId}
+          ${after ? sql`where (r.rank, d.id) < (${after.s}::float8, ${after.i}::uuid)` : sql``}
           order by r.rank desc, d.id desc
-          limit ${page.limit + 1} offset ${offset}
+          limit ${page.limit + 1}
         `.execute(db);
-        return toList(result.rows, page, toDocumentRecord, () => `offset:${offset + page.limit}`);
+        return toList(result.rows, page, toDocumentRecord, (row) => rankCursor(Number(row.rank), row.id));
       }
       let query = db.selectFrom('documents').select(DOCUMENT_COLUMNS).where('tenant_id', '=', tenantId);
       if (page.source_id !== undefined) query = query.where('source_id', '=', page.source_id);

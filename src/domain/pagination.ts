@@ -29,6 +29,35 @@ export function decodeIdCursor(cursor: string | undefined): string | undefined {
 }
 
 /**
+ * A ranked list (a full-text query) resumes after (rank, id), best first: the cursor carries both,
+ * so rows written or removed between two pages neither repeat nor go missing.
+ */
+export const rankCursor = (rank: number, id: string): string => JSON.stringify({ s: rank, i: id });
+
+/** The (rank, id) a ranked list's cursor stands for; a cursor this service did not issue is a `validation_error`. */
+export function decodeRankCursor(cursor: string | undefined): { s: number; i: string } | undefined {
+  if (cursor === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const value = parsed as { s?: unknown; i?: unknown } | undefined;
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    typeof value.s !== 'number' ||
+    !Number.isFinite(value.s) ||
+    typeof value.i !== 'string' ||
+    !isUuid(value.i)
+  ) {
+    throw new ValidationError('cursor', 'cursor is not a cursor this API returned for this query.');
+  }
+  return { s: value.s, i: value.i };
+}
+
+/**
  * Builds a list from rows fetched with `limit + 1`: the extra row only tells that more exist.
  */
 export function toList<R, T>(rows: R[], page: Page, toRecord: (row: R) => T, cursorOf: (row: R) => string): List<T> {
