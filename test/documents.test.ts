@@ -1,8 +1,9 @@
 // Documents: create, list, full-text search (documents and translations), translations (one per
 // language), bulk delete and its addressing rules, searchKnowledge for the agent, tenant isolation.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RELEVANT_RANK, searchKnowledge } from '../src/domain/knowledge-search.js';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -315,6 +316,32 @@ describe('full-text search', () => {
 });
 
 describe('translations', () => {
+  // PostgreSQL only: the delete is held open in a second session while the translation is added.
+  it.runIf(usingPostgres)('a translation added while its document is deleted answers 404, not a 422', async () => {
+    const { key } = await t.tenant();
+    const doc = await createDocument(key, { title: 'Going', content: 'Soon gone.' });
+    await t.database.db.connection().execute(async (session) => {
+      await sql`begin`.execute(session);
+      await sql`delete from documents where id = ${doc.id}`.execute(session);
+      // The translation reads the document (the delete is not committed), then its insert waits.
+      const adding = post(key, `/api/v1/documents/${doc.id}/translations`, {
+        language: 'fr',
+        title: 'Partant',
+        content: 'Bientôt parti.',
+      });
+      let waiting = 0;
+      for (let i = 0; i < 500 && waiting === 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const locks = await sql<{ n: number }>`
+          select count(*)::int as n from pg_locks where not granted and locktype = 'transactionid'`.execute(session);
+        waiting = locks.rows[0]?.n ?? 0;
+      }
+      expect(waiting).toBe(1);
+      await sql`commit`.execute(session);
+      expectError(await adding, 404, 'not_found');
+    });
+  });
+
   it('adds a translation (201, the spec shape), one per language, listed per document', async () => {
     const { key } = await t.tenant();
     const doc = await createDocument(key, { title: 'Returns', content: 'Return within 30 days.' });

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
-import { isUniqueViolation } from '../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.js';
 import type { Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
@@ -382,6 +382,8 @@ export function createDocumentService({ db }: { db: Db }) {
         if (isUniqueViolation(error)) {
           throw new ConflictError(`The document already has a '${language}' translation.`, 'language');
         }
+        // Deleted since it was read above.
+        if (isForeignKeyViolation(error)) throw new NotFoundError('document', documentId);
         throw error;
       }
     },
