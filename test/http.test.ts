@@ -386,6 +386,23 @@ describe('limits', () => {
     }
   });
 
+  it('rate limit: a path with no route counts and is refused like any other, with the same headers', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '2' });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const answer = await limited.call({ url: '/api/v1/no-such-thing' });
+        expect(answer.headers['ratelimit-limit']).toBe('2');
+        statuses.push(answer.status);
+      }
+      expect(statuses).toEqual([404, 404, 429]);
+      // One budget: the routes are refused too.
+      expectError(await limited.call({ url: '/api/v1/apps' }), 429, 'rate_limit_exceeded');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it.runIf(Boolean(process.env.TEST_REDIS_URL))('with Redis, instances share one rate-limit budget', async () => {
     const namespace = `shared-${Date.now()}:`;
     const one = await startTestApp({ RATE_LIMIT_PER_MINUTE: '6' }, { redisNamespace: namespace });

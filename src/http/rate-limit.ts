@@ -83,10 +83,11 @@ export function redisCounter(redis: Redis, prefix: string): RateCounter {
   };
 }
 
+/** Limits every route declared from now on; returns the global budget's hook, for unknown paths. */
 export function registerRateLimit(
   app: FastifyInstance,
   options: { perMinute: number; redis: Redis | undefined; namespace: string },
-): void {
+): onRequestHookHandler {
   const counter = options.redis ? redisCounter(options.redis, options.namespace) : memoryCounter();
   const global: RouteRateLimit = { max: options.perMinute, timeWindow: 60_000 };
 
@@ -98,6 +99,7 @@ export function registerRateLimit(
     const scope = own ? `${route.method}:${route.url}:` : '';
     route.onRequest = [limiter(counter, limit, scope), ...hookList(route.onRequest)];
   });
+  return limiter(counter, global, '');
 }
 
 function limiter(counter: RateCounter, limit: RouteRateLimit, scope: string): onRequestHookHandler {
