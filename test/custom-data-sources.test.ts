@@ -254,7 +254,9 @@ describe('custom data sources', () => {
     for (const since of ['2023-02-29', '2024-04-31T10:00:00Z']) {
       expectError(await put(key, 'priced', 'p1', { data: { price: 1, since } }), 422, 'validation_error', 'data.since');
     }
-    expect((await put(key, 'priced', 'p1', { data: { price: 1, since: '2024-02-29T23:59:00+02:00' } })).status).toBe(201);
+    expect((await put(key, 'priced', 'p1', { data: { price: 1, since: '2024-02-29T23:59:00+02:00' } })).status).toBe(
+      201,
+    );
     expect((await put(key, 'priced', 'p1', { data: { price: 1, since: '2024-05-01', extra: [1] } })).status).toBe(200);
 
     const batch = await t.call({

@@ -190,7 +190,9 @@ describe('full-text search', () => {
     const content = words.join(' ');
     const created = await post(key, '/api/v1/documents', { title: 'Glossary', content });
     expect(created.status, created.text).toBe(201);
-    expect((await t.call({ url: `/api/v1/documents/${created.body.id}`, key })).body.content).toHaveLength(content.length);
+    expect((await t.call({ url: `/api/v1/documents/${created.body.id}`, key })).body.content).toHaveLength(
+      content.length,
+    );
     const found = await t.call({ url: `/api/v1/documents?q=${words[100]}`, key });
     expect(found.body.data.map((d: { id: string }) => d.id)).toEqual([created.body.id]);
     const beyond = await t.call({ url: `/api/v1/documents?q=${words[words.length - 1]}`, key });
@@ -232,7 +234,12 @@ describe('full-text search', () => {
     expect([...ids_(first), ...rest].filter((id) => ids.includes(id)).sort()).toEqual([...ids].sort());
     expect(new Set(rest).size).toBe(rest.length);
     expect(rest.some((id) => ids_(first).includes(id))).toBe(false);
-    expectError(await t.call({ url: '/api/v1/documents?q=zebra&cursor=b2Zmc2V0OjQ', key }), 422, 'validation_error', 'cursor');
+    expectError(
+      await t.call({ url: '/api/v1/documents?q=zebra&cursor=b2Zmc2V0OjQ', key }),
+      422,
+      'validation_error',
+      'cursor',
+    );
   });
 
   it('search covers translations in their language', async () => {

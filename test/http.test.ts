@@ -261,7 +261,12 @@ describe('validation (spec: Commit App Files bounds)', () => {
     const nul = await postJson('/api/v1/tasks', '{"title":"a\\u0000b"}');
     expectError(nul, 422, 'validation_error', 'title');
     expect(nul.body.error.message).toBe('title holds a NUL character (\\u0000), which cannot be stored.');
-    expectError(await postJson('/api/v1/apps/web/commits', '{"message":"m","files":[{"path":"a","content":"x\\u0000"}]}'), 422, 'validation_error', 'files[0].content');
+    expectError(
+      await postJson('/api/v1/apps/web/commits', '{"message":"m","files":[{"path":"a","content":"x\\u0000"}]}'),
+      422,
+      'validation_error',
+      'files[0].content',
+    );
     const huge = await postJson('/api/v1/tasks', '{"title":"t","description":1e400}');
     expectError(huge, 422, 'validation_error', 'description');
     expect(huge.body.error.message).toMatch(/too large to be read/);

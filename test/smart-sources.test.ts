@@ -211,10 +211,22 @@ describe('smart sources', () => {
       'rows[2].external_id',
     );
     expectError(await ingest(key, smart.id, [{ external_id: 'x' }]), 422, 'missing_required_parameter', 'rows[0].data');
+    // A row holds at most 100 tags, the smart source's own among them: 99 of its own, or the tag itself.
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+    expectError(
+      await ingest(key, smart.id, [{ external_id: 'x', data: {}, tags: tags(100) }]),
+      422,
+      'validation_error',
+      'rows[0].tags',
+    );
     const { rows: counted } = await sql<{ n: number }>`
       select count(*)::int as n from ${sql.table(`cds_${source.id.replace(/-/g, '')}`)}`.execute(t.database.db);
     expect(counted[0]?.n).toBe(0);
     expect((await ingest(key, smart.id, rows(100))).body.created_count).toBe(100);
+    expect((await ingest(key, smart.id, [{ external_id: 'x', data: {}, tags: tags(99) }])).status).toBe(200);
+    expect((await ingest(key, smart.id, [{ external_id: 'y', data: {}, tags: [...tags(99), smart.tag] }])).status).toBe(
+      200,
+    );
   });
 
   it('outlives a deleted data source: data_source_id becomes null, ingest answers 409, purge still works', async () => {

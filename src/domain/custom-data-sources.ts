@@ -18,6 +18,8 @@ import { decodeIdCursor, decodeRankCursor, newestFirst, type Page, rankCursor, t
 export const MAX_DATA_DEPTH = 32;
 /** Fastify's router refuses path parameters longer than this (UTF-16 units, decoded). */
 export const MAX_EXTERNAL_ID_LENGTH = 100;
+/** Tags a row may carry, a smart source's own among them. */
+export const MAX_ROW_TAGS = 100;
 /** A slug: lowercase letters, digits, `_`, `-`; starts with a letter or digit; ≤ 63 characters. */
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 const SLUG = new RegExp(SLUG_PATTERN);
@@ -256,6 +258,12 @@ function normalizeRow(
     checkText(`${at('tags')}[${i}]`, tag);
   });
   const tags = [...new Set([...(input.tags ?? []), ...(extraTag ? [extraTag] : [])])];
+  if (tags.length > MAX_ROW_TAGS) {
+    throw new ValidationError(
+      at('tags'),
+      `${at('tags')} must hold at most ${MAX_ROW_TAGS} distinct tags, the smart source's own (${extraTag}) among them.`,
+    );
+  }
   return {
     external_id: externalId,
     data: input.data,

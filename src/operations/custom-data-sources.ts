@@ -2,7 +2,7 @@
 // batch-upsert, get, delete, list/search and clear its rows. Spec: the custom data source row
 // record; rules 7 (Clear Rows keeps the schema) and 8 (Delete drops the backing table).
 import { type Static, Type } from '@sinclair/typebox';
-import { MAX_DATA_DEPTH, MAX_EXTERNAL_ID_LENGTH, SLUG_PATTERN } from '../domain/custom-data-sources.js';
+import { MAX_DATA_DEPTH, MAX_EXTERNAL_ID_LENGTH, MAX_ROW_TAGS, SLUG_PATTERN } from '../domain/custom-data-sources.js';
 import { defineOperation, withStatus } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -58,7 +58,7 @@ const RowData = Type.Unsafe<Record<string, unknown>>({
 });
 
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
-  maxItems: 100,
+  maxItems: MAX_ROW_TAGS,
   description: 'Labels to filter rows by (`tag` in list). Duplicates are dropped.',
 });
 
