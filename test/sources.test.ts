@@ -11,7 +11,10 @@ import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 /** A tiny website whose pages tests change between syncs; it records every request. */
 class Site {
-  pages = new Map<string, { status?: number; type?: string; body: string; headers?: Record<string, string> }>();
+  pages = new Map<
+    string,
+    { status?: number; type?: string; body: string | Buffer; headers?: Record<string, string> }
+  >();
   requests: { host: string; path: string }[] = [];
   gate: Promise<void> | undefined;
   server = http.createServer(async (req, res) => {
@@ -584,6 +587,37 @@ describe('website sync', () => {
       noindex: true,
       content: 'Eins\nZwei\nDrei\nVier\nFünf',
     });
+  });
+
+  it('reads a page in the encoding it declares (Content-Type, <meta>, byte order mark), else UTF-8', async () => {
+    const site = await newSite();
+    const latin1 = (text: string) => Buffer.from(text, 'latin1');
+    site.html('/', '<body><a href="/header">h</a><a href="/meta">m</a><a href="/bom">b</a><p>Index.</p></body>');
+    site.pages.set('/header', {
+      type: 'text/html; charset=ISO-8859-1',
+      body: latin1(
+        '<html><head><title>Café</title></head><body><p>Réponse: le café ouvre à huit heures.</p></body></html>',
+      ),
+    });
+    site.pages.set('/meta', {
+      type: 'text/html',
+      body: latin1(
+        '<html><head><meta charset="windows-1252"><title>Crème brûlée</title></head><body><p>Déjà vu.</p></body></html>',
+      ),
+    });
+    site.pages.set('/bom', {
+      type: 'text/html',
+      body: Buffer.concat([
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('<html><head><title>Ünïcode</title></head><body><p>Grüße.</p></body></html>', 'utf16le'),
+      ]),
+    });
+    const crawl = await crawlWebsite(site.origin, { allowPrivate: true });
+    const byId = new Map(crawl.pages.map((p) => [p.page_id, p]));
+    expect(byId.get('/header')).toMatchObject({ title: 'Café', content: 'Réponse: le café ouvre à huit heures.' });
+    expect(byId.get('/meta')).toMatchObject({ title: 'Crème brûlée', content: 'Déjà vu.' });
+    expect(byId.get('/bom')).toMatchObject({ title: 'Ünïcode', content: 'Grüße.' });
+    expect(byId.get('/')?.content).toContain('Index.');
   });
 
   it('titles a page without <title> or <h1> by its path, decoded where it decodes (/%ff does not)', async () => {

@@ -8,6 +8,7 @@
 // HTML to text with cheerio (a parser, not regular expressions): navigation, headers, footers,
 // scripts, styles and forms are dropped, and the main content (`main`, `article`, else `body`)
 // is kept with one line per block (paragraph, heading, list item, table row).
+import { TextDecoder } from 'node:util';
 import robotsParserModule from 'robots-parser';
 import { OutboundRequestError, type SafeResponse, safeRequest } from '../../lib/ssrf.js';
 
@@ -89,6 +90,34 @@ export function startUrl(domain: string): URL {
 }
 
 const pageIdOf = (url: URL) => `${url.pathname}${url.search}`;
+
+/** Byte order marks, as Latin-1 text, and the encodings they mark. */
+const BYTE_ORDER_MARKS = [
+  ['\xef\xbb\xbf', 'utf-8'],
+  ['\xfe\xff', 'utf-16be'],
+  ['\xff\xfe', 'utf-16le'],
+] as const;
+
+/**
+ * A page's text in the encoding it declares, as a browser reads it: a byte order mark, else the
+ * Content-Type's `charset`, else a `<meta>` charset in the first 1024 bytes, else UTF-8. A name the
+ * Encoding Standard does not know reads as UTF-8.
+ */
+export function decodePage(body: Buffer, contentType: string): string {
+  const head = body.subarray(0, 1024).toString('latin1');
+  const declared =
+    BYTE_ORDER_MARKS.find(([mark]) => head.startsWith(mark))?.[1] ??
+    /charset\s*=\s*["']?([\w.:-]+)/i.exec(contentType)?.[1] ??
+    /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(head)?.[1] ??
+    'utf-8';
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(declared);
+  } catch {
+    decoder = new TextDecoder('utf-8');
+  }
+  return decoder.decode(body);
+}
 
 /** A crawlable form of a link: same origin, http(s), no fragment; undefined otherwise. */
 function sameOrigin(href: string, base: URL, origin: string): URL | undefined {
@@ -270,7 +299,7 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     if (!/text\/html|application\/xhtml\+xml/i.test(type)) return;
     const finalUrl = response.url;
     if (finalUrl.origin !== origin) return;
-    const page = await extractPage(response.body.toString('utf8'), finalUrl);
+    const page = await extractPage(decodePage(response.body, type), finalUrl);
     if (followLinks && !page.nofollow) {
       for (const href of page.links) {
         const link = sameOrigin(href, finalUrl, origin);
