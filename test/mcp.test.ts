@@ -219,6 +219,12 @@ describe('MCP transport rules', () => {
     const broken = await rpc('{"jsonrpc":');
     expect(broken.status).toBe(400);
     expect((await json(broken)).error.code).toBe(-32700);
+    // JSON that is not a JSON-RPC message, or an empty batch: an Invalid Request, answered once.
+    for (const body of ['{"foo":1}', '[]', '[1]', '"ping"', '{"jsonrpc":"1.0","id":1,"method":"ping"}']) {
+      const invalid = await rpc(body);
+      expect(invalid.status, body).toBe(400);
+      expect((await json(invalid)).error.code, body).toBe(-32600);
+    }
   });
 
   it('an Origin that is not allowed answers 403; an allowed one passes (DNS-rebinding protection)', async () => {

@@ -54,6 +54,19 @@ function jsonRpcError(code: number, message: string) {
   return { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
+/**
+ * Whether parsed JSON has the shape of a JSON-RPC 2.0 message (a request or notification with a
+ * `method`, or a response with a `result` or an `error`), or of a batch of at least one. JSON that
+ * is not is an Invalid Request (-32600), not a parse error; the SDK checks the messages' details.
+ */
+function isJsonRpcShaped(value: unknown): boolean {
+  if (Array.isArray(value))
+    return value.length > 0 && value.every((item) => !Array.isArray(item) && isJsonRpcShaped(item));
+  if (typeof value !== 'object' || value === null) return false;
+  const message = value as Record<string, unknown>;
+  return message.jsonrpc === '2.0' && (typeof message.method === 'string' || 'result' in message || 'error' in message);
+}
+
 export function registerMcpRoutes(
   app: FastifyInstance,
   deps: { operations: Operation[]; services: Services; config: Config; redis?: Redis | undefined; namespace: string },
@@ -164,6 +177,11 @@ export function registerMcpRoutes(
         const problem = jsonProblem(message);
         if (problem !== undefined) {
           return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${problem.message}`));
+        }
+        if (!isJsonRpcShaped(message)) {
+          return reply
+            .code(400)
+            .send(jsonRpcError(-32600, 'Invalid Request: not a JSON-RPC 2.0 message, nor a batch of at least one.'));
         }
         const version = request.headers['mcp-protocol-version'];
         if (Array.isArray(message) && typeof version === 'string' && version >= FIRST_VERSION_WITHOUT_BATCHES) {
