@@ -207,6 +207,44 @@ describe('MCP transport rules', () => {
   it('an unsupported MCP-Protocol-Version answers 400', async () => {
     const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'mcp-protocol-version': '1999-01-01' });
     expect(r.status).toBe(400);
+    expect((await json(r)).error).toMatchObject({
+      code: -32000,
+      message: expect.stringMatching(/^Bad Request: Unsupported protocol version: 1999-01-01/),
+    });
+    // An initialize names its version in its params instead: the header is not checked then.
+    const init = await rpc(initialize('2025-06-18'), { 'mcp-protocol-version': '1999-01-01' });
+    expect((await json(init)).result.protocolVersion).toBe('2025-06-18');
+  });
+
+  it('keeps the Streamable HTTP transport rules: Accept, batch bound, one initialize, answers in request order', async () => {
+    const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    const jsonOnly = await rpc(ping(1), { accept: 'application/json' });
+    expect(jsonOnly.status).toBe(406);
+    expect((await json(jsonOnly)).error.code).toBe(-32000);
+    const old = { 'mcp-protocol-version': '2025-03-26' };
+    const big = await rpc(
+      Array.from({ length: 101 }, (_, i) => ping(i)),
+      old,
+    );
+    expect(big.status).toBe(400);
+    expect((await json(big)).error.message).toMatch(/must not exceed 100/);
+    const twice = await rpc([initialize('2025-03-26', 1), ping(2)], old);
+    expect(twice.status).toBe(400);
+    expect((await json(twice)).error.message).toMatch(/Only one initialization request/);
+    // A request's answer, the notification's none, in the order the requests came.
+    const mixed = await rpc(
+      [
+        ping(3),
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 'b', method: 'tools/list' },
+        ping(1),
+      ],
+      old,
+    );
+    expect(mixed.status).toBe(200);
+    expect((await json(mixed)).map((a: { id: unknown }) => a.id)).toEqual([3, 'b', 1]);
+    const unknown = await rpc({ jsonrpc: '2.0', id: 7, method: 'resources/list' });
+    expect(await json(unknown)).toMatchObject({ id: 7, error: { code: -32601 } });
   });
 
   it('a notification answers 202 with no body; invalid JSON a JSON-RPC parse error', async () => {

@@ -1,10 +1,9 @@
 // The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
-// the SDK's Streamable HTTP transport, stateless — a fresh server and transport per request, JSON
-// answers — so any instance behind a load balancer can serve any request. GET /api/v1/mcp is an SSE
+// MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — a fresh SDK server per
+// request, JSON answers — so any instance behind a load balancer can serve any request. GET /api/v1/mcp is an SSE
 // stream with heartbeats and, as the spec says, no server-initiated messages yet.
 import type { ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
   type CallToolResult,
@@ -24,18 +23,13 @@ import { errorBody, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
+import { answerExchange } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
 const PATH = '/api/v1/mcp';
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
-
-/**
- * The request headers the SDK's transport reads (the body is parsed already). The others, the API
- * key among them, stay out of the copy the SDK would hand to tool handlers.
- */
-const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
 
 const INSTRUCTIONS =
   'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
@@ -200,29 +194,13 @@ export function registerMcpRoutes(
           );
         }
         try {
+          // A fresh server per request, not closed: closing one that has nothing pending only
+          // builds a "Connection closed" error, stack and all.
           const server = createServer(auth, publicOrigin(request, config.publicUrl), request);
-          const transport = new WebStandardStreamableHTTPServerTransport({
-            sessionIdGenerator: undefined,
-            enableJsonResponse: true,
-          });
-          await server.connect(transport);
-          const headers = new Headers();
-          for (const name of TRANSPORT_HEADERS) {
-            const value = request.headers[name];
-            if (typeof value === 'string') headers.set(name, value);
-          }
-          const response = await transport.handleRequest(
-            new Request(`http://localhost${request.url}`, { method: 'POST', headers }),
-            { parsedBody: message },
-          );
-          const text = await response.text();
-          await transport.close();
-          await server.close();
-          reply.code(response.status);
-          response.headers.forEach((value, name) => {
-            if (name !== 'content-length') reply.header(name, value);
-          });
-          return reply.send(text === '' ? undefined : text);
+          const answer = await answerExchange(message, request.headers, (transport) => server.connect(transport), {});
+          reply.code(answer.status);
+          if (answer.body === undefined) return reply.send();
+          return reply.type('application/json').send(JSON.stringify(answer.body));
         } finally {
           await release();
         }

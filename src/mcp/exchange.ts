@@ -1,0 +1,121 @@
+// One POST of MCP's Streamable HTTP transport, stateless and answered as JSON: the rules of the
+// SDK's WebStandardStreamableHTTPServerTransport in that mode (its `handlePostRequest`), applied to
+// the body Fastify has parsed, and an in-process transport that hands the messages to the MCP
+// server and collects its answers. The SDK's own transport does the same through Fetch API objects
+// (a Request with its Headers, a Response read back through a ReadableStream, an AbortSignal),
+// built for every call, with its server closed after each: nearly half of a tool call's server CPU
+// (bench/README.md), for nothing a JSON answer needs.
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  type MessageExtraInfo,
+  type RequestId,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** The SDK's bound on a batch (server/requestBody.js). */
+const MAX_BATCH_SIZE = 100;
+
+export interface ExchangeAnswer {
+  status: number;
+  /** The JSON answer; undefined for 202 (notifications and responses only). */
+  body?: unknown;
+}
+
+const refusal = (status: number, code: number, message: string): ExchangeAnswer => ({
+  status,
+  body: { jsonrpc: '2.0', error: { code, message }, id: null },
+});
+
+// Told apart by shape: each message has passed JSONRPCMessageSchema already.
+const isRequest = (message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId; method: string } =>
+  'method' in message && 'id' in message;
+const isAnswer = (message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId } =>
+  'id' in message && ('result' in message || 'error' in message);
+
+/**
+ * The in-process transport of one exchange: `dispatch` gives the server the messages and resolves
+ * with the answers to their requests, in the requests' order.
+ */
+class ExchangeTransport implements Transport {
+  onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  private readonly answers = new Map<RequestId, JSONRPCMessage>();
+  private awaited: RequestId[] = [];
+  private settle: ((answers: JSONRPCMessage[]) => void) | undefined;
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.onclose?.();
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    // A stateless exchange has no stream for the server's own requests or notifications (this
+    // server sends none: no sampling, elicitation or progress); only answers are kept.
+    if (!isAnswer(message)) return;
+    this.answers.set(message.id, message);
+    if (this.settle && this.awaited.every((id) => this.answers.has(id))) {
+      this.settle(this.awaited.map((id) => this.answers.get(id) as JSONRPCMessage));
+    }
+  }
+
+  dispatch(messages: JSONRPCMessage[], extra: MessageExtraInfo): Promise<JSONRPCMessage[]> {
+    this.awaited = messages.filter(isRequest).map((message) => message.id);
+    const answered = new Promise<JSONRPCMessage[]>((resolve) => {
+      this.settle = resolve;
+    });
+    for (const message of messages) this.onmessage?.(message, extra);
+    return answered;
+  }
+}
+
+/**
+ * Answers one POST: `body` is its parsed JSON, `headers` its request headers. `connect` hands the
+ * transport to a fresh MCP server. As the SDK's transport in stateless JSON mode: 406 unless
+ * Accept lists both JSON and SSE; 400 for a batch over 100, a message that is not JSON-RPC, an
+ * initialize in a batch, or an unsupported MCP-Protocol-Version; 202 with no body when nothing
+ * needs an answer; else 200 with the answer, or the batch's answers.
+ */
+export async function answerExchange(
+  body: unknown,
+  headers: { accept?: string | undefined; 'mcp-protocol-version'?: string | string[] | undefined },
+  connect: (transport: Transport) => Promise<void>,
+  extra: MessageExtraInfo,
+): Promise<ExchangeAnswer> {
+  const accept = headers.accept ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    return refusal(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+  }
+  if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
+    return refusal(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+  }
+  let messages: JSONRPCMessage[];
+  try {
+    messages = (Array.isArray(body) ? body : [body]).map((message) => JSONRPCMessageSchema.parse(message));
+  } catch {
+    return refusal(400, -32700, 'Parse error: Invalid JSON-RPC message');
+  }
+  const initializing = messages.some((message) => isRequest(message) && message.method === 'initialize');
+  if (initializing && messages.length > 1) {
+    return refusal(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+  }
+  const version = headers['mcp-protocol-version'];
+  if (!initializing && typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    return refusal(
+      400,
+      -32000,
+      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    );
+  }
+  const transport = new ExchangeTransport();
+  await connect(transport);
+  if (!messages.some(isRequest)) {
+    for (const message of messages) transport.onmessage?.(message, extra);
+    return { status: 202 };
+  }
+  const answers = await transport.dispatch(messages, extra);
+  return { status: 200, body: answers.length === 1 ? answers[0] : answers };
+}
