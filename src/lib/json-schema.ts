@@ -4,15 +4,18 @@
 //
 // Every such schema goes through one compiler. `addUsedSchema: false` keeps a schema's `$id` out of
 // the Ajv instance: a client's `$id` can then neither collide with another client's (of any
-// tenant) nor replace one of Ajv's own meta-schemas. An instance compiles at most `max` schemas and
-// is then replaced, so a long-running process does not grow without end.
+// tenant) nor replace one of Ajv's own meta-schemas. Ajv keeps what it compiles, and so does the
+// cache here: an instance compiles at most 200 schemas, or 4 MB of them, and is then replaced, so
+// a long-running process does not grow without end.
 import { Ajv, type ValidateFunction } from 'ajv';
 
 const options = { strict: false, allErrors: false, addUsedSchema: false } as const;
 
-function createSchemaCompiler(max: number) {
+function createSchemaCompiler(max: { schemas: number; bytes: number }) {
   let ajv = new Ajv(options);
   let cache = new Map<string, ValidateFunction>();
+  let compiled = 0;
+  let bytes = 0;
   return {
     /** Ajv's own validity check of a schema against its meta-schema (draft-07). */
     validateSchema(schema: Record<string, unknown>): string | undefined {
@@ -27,10 +30,15 @@ function createSchemaCompiler(max: number) {
       const key = JSON.stringify(schema);
       let validate = cache.get(key);
       if (!validate) {
-        if (cache.size >= max) {
+        if (compiled >= max.schemas || bytes + key.length > max.bytes) {
           ajv = new Ajv(options);
           cache = new Map();
+          compiled = 0;
+          bytes = 0;
         }
+        // Counted before compiling: Ajv keeps a schema it refuses all the same.
+        compiled++;
+        bytes += key.length;
         validate = ajv.compile(schema);
         cache.set(key, validate);
       }
@@ -39,7 +47,7 @@ function createSchemaCompiler(max: number) {
   };
 }
 
-const compiler = createSchemaCompiler(200);
+const compiler = createSchemaCompiler({ schemas: 200, bytes: 4_000_000 });
 
 /** A client's schema compiled, for validating data against it; throws when Ajv cannot use it. */
 export const compileClientSchema = (schema: Record<string, unknown>): ValidateFunction => compiler.compile(schema);
