@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RELEVANT_RANK, searchKnowledge } from '../src/domain/knowledge-search.js';
-import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -336,14 +336,7 @@ describe('translations', () => {
         title: 'Partant',
         content: 'Bientôt parti.',
       });
-      let waiting = 0;
-      for (let i = 0; i < 500 && waiting === 0; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        const locks = await sql<{ n: number }>`
-          select count(*)::int as n from pg_locks where not granted and locktype = 'transactionid'`.execute(session);
-        waiting = locks.rows[0]?.n ?? 0;
-      }
-      expect(waiting).toBe(1);
+      expect(await lockWaiters(session, sql`locktype = 'transactionid'`)).toBe(1);
       await sql`commit`.execute(session);
       expectError(await adding, 404, 'not_found');
     });

@@ -3,6 +3,7 @@
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
@@ -41,6 +42,21 @@ export interface CallResult {
 }
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+
+/**
+ * PostgreSQL: how many lock requests matching `where` (a condition on `pg_locks`) wait, polled
+ * every 20 ms until one does or 10 s have passed. For tests that hold a lock in one session while
+ * the server's work queues behind it.
+ */
+export async function lockWaiters<DB>(session: Kysely<DB>, where: RawBuilder<unknown>): Promise<number> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_locks where not granted and ${where}`.execute(session);
+    if ((rows[0]?.n ?? 0) > 0) return rows[0]?.n ?? 0;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return 0;
+}
 
 export interface TestAppOptions {
   /** Share rate-limit counters between apps (Redis runs only). */

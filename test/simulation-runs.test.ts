@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
 import { createJobQueue } from '../src/jobs/queue.js';
-import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -275,15 +275,7 @@ describe('a run of every expected type', () => {
       await sql`begin`.execute(session);
       await sql`lock table simulation_conversations in share mode`.execute(session);
       const played = playRun(key, ds);
-      let waiting = 0;
-      for (let i = 0; i < 500 && waiting === 0; i++) {
-        await sleep(20);
-        const locks = await sql<{ n: number }>`
-          select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
-          where not l.granted and c.relname = 'simulation_conversations'`.execute(session);
-        waiting = locks.rows[0]?.n ?? 0;
-      }
-      expect(waiting).toBe(1);
+      expect(await lockWaiters(session, sql`relation = 'simulation_conversations'::regclass`)).toBe(1);
       const unmarked = await sql<{ id: string }>`
         select c.id from conversations c
         where c.tenant_id = ${tenantId}
