@@ -446,6 +446,7 @@ describe('custom data sources', () => {
     expect(seen).toHaveLength(3);
 
     expect((await t.call({ url: `${BASE}/faq/rows?q=nothingmatches`, key })).body.data).toEqual([]);
+    expectError(await t.call({ url: `${BASE}/faq/rows?q=%20%20`, key }), 422, 'validation_error', 'q');
     expect(
       (await t.call({ url: `${BASE}/faq/rows?q=${encodeURIComponent("'); drop table x; --")}`, key })).status,
     ).toBe(200);

@@ -240,6 +240,8 @@ describe('full-text search', () => {
       'validation_error',
       'cursor',
     );
+    // Spaces only name nothing to search for: not the whole list.
+    expectError(await t.call({ url: '/api/v1/documents?q=%20', key }), 422, 'validation_error', 'q');
   });
 
   it('search covers translations in their language', async () => {

@@ -13,6 +13,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { iso, startsWithCalendarDate } from '../lib/time.js';
 import { ConflictError, checkBulkItems, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
 import { decodeIdCursor, decodeRankCursor, newestFirst, type Page, rankCursor, toList } from './pagination.js';
+import { searchQuery } from './text-search.js';
 
 /** Row `data` may nest objects and arrays this many levels deep (the object itself is level 1). */
 export const MAX_DATA_DEPTH = 32;
@@ -565,7 +566,8 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
      * Without `q`: newest first, cursor = last id. With `q` (websearch syntax): only matching rows,
      * best `score` first (ts_rank; ties newest first), cursor = last (score, id).
      */
-    async listRows(tenantId: string, idOrSlug: string, query: RowQuery) {
+    async listRows(tenantId: string, idOrSlug: string, rowQuery: RowQuery) {
+      const query = { ...rowQuery, q: searchQuery(rowQuery.q) };
       checkText('q', query.q);
       checkText('tag', query.tag);
       return onTable(tenantId, idOrSlug, async (table) => {

@@ -19,7 +19,7 @@ import {
 } from './errors.js';
 import { documentRanks } from './knowledge-search.js';
 import { decodeRankCursor, type List, newestFirst, type Page, rankCursor, toList } from './pagination.js';
-import { DEFAULT_LANGUAGE, normalizeLanguage, searchConfigFor, searchConfigSql } from './text-search.js';
+import { DEFAULT_LANGUAGE, normalizeLanguage, searchConfigFor, searchConfigSql, searchQuery } from './text-search.js';
 
 type Executor = Db | Transaction<Database>;
 
@@ -241,8 +241,8 @@ export function createDocumentService({ db }: { db: Db }) {
       tenantId: string,
       page: Page & { source_id?: string | undefined; q?: string | undefined },
     ): Promise<List<DocumentRecord>> {
-      const q = page.q?.trim();
-      if (q) {
+      const q = searchQuery(page.q);
+      if (q !== undefined) {
         const after = decodeRankCursor(page.cursor);
         const result = await sql<DocumentRow>`
           with ranked as (${documentRanks(tenantId, q, { sourceId: page.source_id })})

@@ -1,6 +1,7 @@
 // Languages and PostgreSQL text-search configurations. A passage is indexed with the
 // configuration of its language (stemming, stop words); queries are parsed with the same one.
 import { sql } from 'kysely';
+import { ValidationError } from './errors.js';
 
 /** Primary language subtag → text-search configuration; any other language uses `simple`. */
 export const SEARCH_CONFIGS: Readonly<Record<string, string>> = {
@@ -44,4 +45,15 @@ export function anyWordsQuery(text: string): string {
   const words = text.match(/[\p{L}\p{M}\p{N}]+/gu) ?? [];
   const distinct = new Set(words.map((w) => w.toLowerCase()).filter((w) => w !== 'or'));
   return [...distinct].slice(0, 64).join(' or ');
+}
+
+/**
+ * A list's full-text query `q`, trimmed. A query of spaces only is refused: it names nothing to
+ * search for, and would read as no query in one list and as matching nothing in another.
+ */
+export function searchQuery(q: string | undefined): string | undefined {
+  if (q === undefined) return undefined;
+  const trimmed = q.trim();
+  if (trimmed === '') throw new ValidationError('q', 'q must hold something to search for.');
+  return trimmed;
 }
