@@ -438,6 +438,20 @@ describe('Idempotency-Key', () => {
     expect(again.body).toEqual(first.body);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect((await t.call({ url: '/api/v1/apps', key: k })).body.data).toHaveLength(1);
+    // The same fields in another order are the same request.
+    const body = { name: 'ordered', description: 'Fields in one order, then the other.' };
+    const ordered = { 'idempotency-key': 'order-free' };
+    const one = await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body, headers: ordered });
+    const other = await t.call({
+      method: 'POST',
+      url: '/api/v1/apps',
+      key: k,
+      body: { description: body.description, name: body.name },
+      headers: ordered,
+    });
+    expect(one.status).toBe(201);
+    expect(other.headers['idempotent-replayed']).toBe('true');
+    expect(other.body).toEqual(one.body);
   });
 
   it('the same key with a different body answers 409 conflict', async () => {

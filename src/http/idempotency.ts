@@ -1,6 +1,7 @@
 // Idempotency-Key on POST (DESIGN.md §5): the first answer (any status below 500) is stored for
-// 24 h per tenant and replayed for a repeat with the same method, path and body; the same key
-// with another request answers 409 `conflict`, as does a repeat while the first is still running.
+// 24 h per tenant and replayed for a repeat with the same method, path and body (the same JSON,
+// whatever the order of its fields); the same key with another request answers 409 `conflict`, as
+// does a repeat while the first is still running.
 // A request answered with a Server-Sent Events stream keeps its key, but a stream cannot be
 // replayed: once it ends, a repeat answers 409 `conflict` rather than running again.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -22,8 +23,25 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * JSON with every object's keys in sorted order: one request, whatever order its client wrote the
+ * fields in (a Go map's order changes between a request and its retry). Recursive, which the body
+ * allows: it nests at most MAX_JSON_DEPTH levels.
+ */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const object = value as Record<string, unknown>;
+    const fields = Object.keys(object)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`);
+    return `{${fields.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
 function requestHash(request: FastifyRequest): string {
-  return sha256Hex(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`);
+  return sha256Hex(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`);
 }
 
 export function registerIdempotency(app: FastifyInstance, db: Db, onError: (error: unknown) => void): void {
