@@ -122,7 +122,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
 
   app.addSchema(ErrorSchema);
-  const setNotFound = registerErrorHandling(app, config.publicUrl);
+  registerErrorHandling(app, config.publicUrl);
   // Set when the request arrives, so every answer carries it, errors included.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -158,13 +158,11 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
 
   await registerOpenApi(app);
-  setNotFound(
-    registerRateLimit(app, {
-      perMinute: config.rateLimitPerMinute,
-      redis,
-      namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
-    }),
-  );
+  registerRateLimit(app, {
+    perMinute: config.rateLimitPerMinute,
+    redis,
+    namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
+  });
 
   // Authentication runs after the rate limit (onRequest) and before the body is read, on the
   // routes of operations and on those marked `authenticated` (MCP); the others carry no hook.

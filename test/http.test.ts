@@ -401,6 +401,14 @@ describe('limits', () => {
         statuses.push(answer.status);
       }
       expect(statuses).toEqual([404, 404, 429]);
+      // Counted before its body is read: a malformed body changes nothing.
+      const malformed = await limited.call({
+        method: 'POST',
+        url: '/api/v1/no-such-thing',
+        body: '{"broken":',
+        headers: { 'content-type': 'application/json' },
+      });
+      expectError(malformed, 429, 'rate_limit_exceeded');
       // One budget: the routes are refused too.
       expectError(await limited.call({ url: '/api/v1/apps' }), 429, 'rate_limit_exceeded');
     } finally {

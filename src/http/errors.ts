@@ -233,17 +233,7 @@ export function clientErrorHandler(publicUrl: string | undefined) {
   };
 }
 
-/** A hook in callback style: the rate limit's, which the not-found answer runs first. */
-export type CallbackHook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
-
-/**
- * Answers every error in the spec's shape. Returns what sets the not-found answer, given the rate
- * limit's hook (which is made later, after the routes that are not limited).
- */
-export function registerErrorHandling(
-  app: FastifyInstance,
-  publicUrl: string | undefined,
-): (limit: CallbackHook) => void {
+export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
   const send = (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -288,11 +278,9 @@ export function registerErrorHandling(
     return send(request, reply, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
   });
 
-  // An unknown path is answered once the rate limit has counted it, as any route's request is.
-  return (limit) =>
-    app.setNotFoundHandler({ preHandler: limit }, (request, reply) =>
-      send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
-    );
+  app.setNotFoundHandler((request, reply) =>
+    send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
+  );
 }
 
 /** What a log needs of an error, without query parameters or bodies that may hold user data. */

@@ -8,7 +8,7 @@
 // Written here rather than taken from @fastify/rate-limit, which did the same with five awaits and
 // a route-options object per request: on a cached read that was a tenth of the server's CPU
 // (bench/README.md). With counters in memory the check answers without a promise.
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { DomainError } from '../domain/errors.js';
 import { hookList, judgeThen } from './hooks.js';
@@ -83,11 +83,10 @@ export function redisCounter(redis: Redis, prefix: string): RateCounter {
   };
 }
 
-/** Limits every route declared from now on; returns the global budget's hook, for unknown paths. */
 export function registerRateLimit(
   app: FastifyInstance,
   options: { perMinute: number; redis: Redis | undefined; namespace: string },
-): onRequestHookHandler {
+): void {
   const counter = options.redis ? redisCounter(options.redis, options.namespace) : memoryCounter();
   const global: RouteRateLimit = { max: options.perMinute, timeWindow: 60_000 };
 
@@ -99,10 +98,16 @@ export function registerRateLimit(
     const scope = own ? `${route.method}:${route.url}:` : '';
     route.onRequest = [limiter(counter, limit, scope), ...hookList(route.onRequest)];
   });
-  return limiter(counter, global, '');
+  // A path with no route counts against the same budget, before its body is read.
+  const unrouted = limiter(counter, global, '');
+  app.addHook('onRequest', (request, reply, done) => (request.is404 ? unrouted(request, reply, done) : done()));
 }
 
-function limiter(counter: RateCounter, limit: RouteRateLimit, scope: string): onRequestHookHandler {
+function limiter(
+  counter: RateCounter,
+  limit: RouteRateLimit,
+  scope: string,
+): (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void {
   const judge = (reply: FastifyReply, { count, resetMs }: Hit) => {
     const reset = Math.max(0, Math.ceil(resetMs / 1000));
     reply.header('ratelimit-limit', limit.max);
