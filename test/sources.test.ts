@@ -592,7 +592,17 @@ describe('website sync', () => {
   it('reads a page in the encoding it declares (Content-Type, <meta>, byte order mark), else UTF-8', async () => {
     const site = await newSite();
     const latin1 = (text: string) => Buffer.from(text, 'latin1');
-    site.html('/', '<body><a href="/header">h</a><a href="/meta">m</a><a href="/bom">b</a><p>Index.</p></body>');
+    site.html(
+      '/',
+      '<body><a href="/header">h</a><a href="/meta">m</a><a href="/bom">b</a><a href="/utf16">u</a><p>Index.</p></body>',
+    );
+    // A <meta> cannot declare UTF-16: the page is read as UTF-8, as browsers read it.
+    site.pages.set('/utf16', {
+      type: 'text/html',
+      body: Buffer.from(
+        '<html><head><meta charset="utf-16"><title>Straße</title></head><body><p>Grüße.</p></body></html>',
+      ),
+    });
     site.pages.set('/header', {
       type: 'text/html; charset=ISO-8859-1',
       body: latin1(
@@ -617,6 +627,7 @@ describe('website sync', () => {
     expect(byId.get('/header')).toMatchObject({ title: 'Café', content: 'Réponse: le café ouvre à huit heures.' });
     expect(byId.get('/meta')).toMatchObject({ title: 'Crème brûlée', content: 'Déjà vu.' });
     expect(byId.get('/bom')).toMatchObject({ title: 'Ünïcode', content: 'Grüße.' });
+    expect(byId.get('/utf16')).toMatchObject({ title: 'Straße', content: 'Grüße.' });
     expect(byId.get('/')?.content).toContain('Index.');
   });
 

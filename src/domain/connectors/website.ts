@@ -101,22 +101,31 @@ const BYTE_ORDER_MARKS = [
 /**
  * A page's text in the encoding it declares, as a browser reads it: a byte order mark, else the
  * Content-Type's `charset`, else a `<meta>` charset in the first 1024 bytes, else UTF-8. A name the
- * Encoding Standard does not know reads as UTF-8.
+ * Encoding Standard does not know reads as UTF-8. As the HTML standard's prescan has it, a `<meta>`
+ * cannot declare UTF-16 (it could not have been read as ASCII to be found): such a page is UTF-8,
+ * and one declaring x-user-defined is windows-1252.
  */
 export function decodePage(body: Buffer, contentType: string): string {
   const head = body.subarray(0, 1024).toString('latin1');
-  const declared =
+  const sent =
     BYTE_ORDER_MARKS.find(([mark]) => head.startsWith(mark))?.[1] ??
-    /charset\s*=\s*["']?([\w.:-]+)/i.exec(contentType)?.[1] ??
-    /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(head)?.[1] ??
-    'utf-8';
-  let decoder: TextDecoder;
-  try {
-    decoder = new TextDecoder(declared);
-  } catch {
-    decoder = new TextDecoder('utf-8');
+    /charset\s*=\s*["']?([\w.:-]+)/i.exec(contentType)?.[1];
+  const meta = /<meta[^>]+charset\s*=\s*["']?([\w.:-]+)/i.exec(head)?.[1];
+  let encoding = decoderFor(sent ?? meta ?? 'utf-8').encoding;
+  if (sent === undefined && meta !== undefined) {
+    if (encoding.startsWith('utf-16')) encoding = 'utf-8';
+    else if (meta.toLowerCase() === 'x-user-defined') encoding = 'windows-1252';
   }
-  return decoder.decode(body);
+  return decoderFor(encoding).decode(body);
+}
+
+/** A decoder for an encoding's label, or for UTF-8 when the Encoding Standard does not know it. */
+function decoderFor(label: string): TextDecoder {
+  try {
+    return new TextDecoder(label);
+  } catch {
+    return new TextDecoder('utf-8');
+  }
 }
 
 /** A crawlable form of a link: same origin, http(s), no fragment; undefined otherwise. */
