@@ -113,6 +113,8 @@ describe('workflows', () => {
       { $schema: 5 },
       { $id: 5 },
       { $ref: '#/definitions/missing' },
+      // Ajv would compile it to a validator answering a promise, which passes anything.
+      { $async: true, type: 'object', required: ['order'] },
     ]) {
       const r = await t.call({
         method: 'POST',
