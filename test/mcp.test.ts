@@ -243,6 +243,17 @@ describe('MCP transport rules', () => {
     );
     expect(mixed.status).toBe(200);
     expect((await json(mixed)).map((a: { id: unknown }) => a.id)).toEqual([3, 'b', 1]);
+    // A request its own batch cancels is not answered, and the exchange does not wait for it.
+    const cancel = (requestId: number) => ({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId },
+    });
+    const selfCancelled = await rpc([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, cancel(1)], old);
+    expect(selfCancelled.status).toBe(202);
+    const partly = await rpc([ping(1), { jsonrpc: '2.0', id: 2, method: 'tools/list' }, cancel(2)], old);
+    const partlyBody = await json(partly);
+    expect(partlyBody, JSON.stringify(partlyBody)).toMatchObject({ id: 1 });
     const unknown = await rpc({ jsonrpc: '2.0', id: 7, method: 'resources/list' });
     expect(await json(unknown)).toMatchObject({ id: 7, error: { code: -32601 } });
   });

@@ -42,7 +42,8 @@ function createSchemaCompiler(max: { schemas: number; bytes: number }) {
         validate = ajv.compile(schema);
         // An `$async` schema compiles to a validator that answers a promise: `!validate(data)`
         // would then pass anything, and its rejection would go unhandled.
-        if ((validate as { $async?: boolean }).$async) throw new Error('an asynchronous schema ($async) cannot be used here');
+        if ((validate as { $async?: boolean }).$async)
+          throw new Error('an asynchronous schema ($async) cannot be used here');
         cache.set(key, validate);
       }
       return validate;

@@ -7,6 +7,7 @@
 // (bench/README.md), for nothing a JSON answer needs.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  isInitializeRequest,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
   type MessageExtraInfo,
@@ -36,7 +37,7 @@ const isAnswer = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Re
 
 /**
  * The in-process transport of one exchange: `dispatch` gives the server the messages and resolves
- * with the answers to their requests, in the requests' order.
+ * with the answers to the requests awaited, in their order.
  */
 class ExchangeTransport implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
@@ -62,8 +63,8 @@ class ExchangeTransport implements Transport {
     }
   }
 
-  dispatch(messages: JSONRPCMessage[], extra: MessageExtraInfo): Promise<JSONRPCMessage[]> {
-    this.awaited = messages.filter(isRequest).map((message) => message.id);
+  dispatch(messages: JSONRPCMessage[], awaited: RequestId[], extra: MessageExtraInfo): Promise<JSONRPCMessage[]> {
+    this.awaited = awaited;
     const answered = new Promise<JSONRPCMessage[]>((resolve) => {
       this.settle = resolve;
     });
@@ -77,7 +78,8 @@ class ExchangeTransport implements Transport {
  * transport to a fresh MCP server. As the SDK's transport in stateless JSON mode: 406 unless
  * Accept lists both JSON and SSE; 400 for a batch over 100, a message that is not JSON-RPC, an
  * initialize in a batch, or an unsupported MCP-Protocol-Version; 202 with no body when nothing
- * needs an answer; else 200 with the answer, or the batch's answers.
+ * needs an answer (notifications, answers, requests the batch itself cancels); else 200 with the
+ * answer, or the batch's answers.
  */
 export async function answerExchange(
   body: unknown,
@@ -98,7 +100,9 @@ export async function answerExchange(
   } catch {
     return refusal(400, -32700, 'Parse error: Invalid JSON-RPC message');
   }
-  const initializing = messages.some((message) => isRequest(message) && message.method === 'initialize');
+  const initializing = messages.some(
+    (message) => isRequest(message) && message.method === 'initialize' && isInitializeRequest(message),
+  );
   if (initializing && messages.length > 1) {
     return refusal(400, -32600, 'Invalid Request: Only one initialization request is allowed');
   }
@@ -110,12 +114,24 @@ export async function answerExchange(
       `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
     );
   }
+  // A request its own batch cancels gets no answer (the SDK drops it): it is not waited for.
+  const cancelled = new Set(
+    messages.flatMap((message) =>
+      'method' in message && message.method === 'notifications/cancelled' && !('id' in message)
+        ? [(message.params as { requestId?: RequestId } | undefined)?.requestId]
+        : [],
+    ),
+  );
+  const awaited = messages
+    .filter(isRequest)
+    .map((message) => message.id)
+    .filter((id) => !cancelled.has(id));
   const transport = new ExchangeTransport();
   await connect(transport);
-  if (!messages.some(isRequest)) {
+  if (awaited.length === 0) {
     for (const message of messages) transport.onmessage?.(message, extra);
     return { status: 202 };
   }
-  const answers = await transport.dispatch(messages, extra);
+  const answers = await transport.dispatch(messages, awaited, extra);
   return { status: 200, body: answers.length === 1 ? answers[0] : answers };
 }
