@@ -24,9 +24,12 @@ export interface ExchangeAnswer {
   body?: unknown;
 }
 
+/** A JSON-RPC error that answers no request in particular (`id: null`). */
+export const jsonRpcError = (code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message }, id: null });
+
 const refusal = (status: number, code: number, message: string): ExchangeAnswer => ({
   status,
-  body: { jsonrpc: '2.0', error: { code, message }, id: null },
+  body: jsonRpcError(code, message),
 });
 
 // Told apart by shape: each message has passed JSONRPCMessageSchema already.

@@ -1,7 +1,8 @@
 // The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
 // MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — a fresh SDK server per
-// request, JSON answers — so any instance behind a load balancer can serve any request. GET /api/v1/mcp is an SSE
-// stream with heartbeats and, as the spec says, no server-initiated messages yet.
+// request, JSON answers — so any instance behind a load balancer can serve any request.
+// GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no server-initiated
+// messages yet.
 import type { ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -23,7 +24,7 @@ import { errorBody, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
-import { answerExchange } from './exchange.js';
+import { answerExchange, jsonRpcError } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
@@ -42,10 +43,6 @@ declare module 'fastify' {
     /** Authenticate with X-API-Key without a scope of its own (the MCP endpoint checks per tool). */
     authenticated?: boolean;
   }
-}
-
-function jsonRpcError(code: number, message: string) {
-  return { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
 /**
