@@ -291,8 +291,9 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
       return;
     }
     // A start page that does not answer 200 (sent elsewhere, as from http:// to https://; refused,
-    // as by a firewall; missing): the site cannot be read from it, and reading it as empty would
-    // remove every document of the source. The sync fails, saying why.
+    // as by a firewall; missing) is unreadable, never gone: read as empty, it would remove every
+    // document of the source. When links are followed from it, nothing else is read, and the sync
+    // fails below, saying why; with a sitemap, its document is kept.
     if (response.status !== 200 && url.href === start.href) {
       const location = String(response.headers.location ?? '');
       firstError ??=
