@@ -166,6 +166,9 @@ describe('comments', () => {
       comment_id: first.id,
       message: 'Bo mentioned you on TASK-1: Refunds',
     });
+    // Written by the API key: the key is the author the message names.
+    expect(second.author.email).toBeNull();
+    expect(anas.body.data[0].message).toBe(`${second.author.name} mentioned you on TASK-1: Refunds`);
     expect((await notifications(key, bo.id)).body.data.map((n: { comment_id: string }) => n.comment_id)).toEqual([
       second.id,
     ]);

@@ -650,6 +650,60 @@ describe('webhook delivery', () => {
     expect(failed.sync_error).toBeTruthy();
   });
 
+  it('a comment is written once with its event when an endpoint subscribes, and alone when none does', async () => {
+    const { tenantId, key } = await t.tenant();
+    const comments = (taskId: string, body: unknown) =>
+      t.call({ method: 'POST', url: `/api/v1/tasks/${taskId}/comments`, key, body });
+    const grace = await createUser(tenantId, key, 'Grace');
+    const task = (await t.call({ method: 'POST', url: '/api/v1/tasks', key, body: { title: 'Refunds' } })).body;
+    // Endpoints that want other events, or are disabled, do not make a comment's write wait for them.
+    const users = await createEndpoint(key, { url: `${receiver.url}/${tenantId}/users`, events: ['user.created'] });
+    const later = await createEndpoint(key, {
+      url: `${receiver.url}/${tenantId}/later`,
+      events: ['task.comment.created'],
+    });
+    const disabled = await t.call({
+      method: 'PATCH',
+      url: `/api/v1/webhook-endpoints/${later.id}`,
+      key,
+      body: { enabled: false },
+    });
+    expect(disabled.status, disabled.text).toBe(200);
+    const alone = await comments(task.id, { content: 'first', mention_ids: [grace.id] });
+    expect(alone.status, alone.text).toBe(201);
+
+    const enabled = await t.call({
+      method: 'PATCH',
+      url: `/api/v1/webhook-endpoints/${later.id}`,
+      key,
+      body: { enabled: true },
+    });
+    expect(enabled.status, enabled.text).toBe(200);
+    const withEvent = await comments(task.identifier, { content: 'second', mention_ids: [grace.id] });
+    expect(withEvent.status, withEvent.text).toBe(201);
+    // A refused comment writes nothing and sends nothing, event or not.
+    expectError(
+      await comments(task.id, { content: 'third', author_id: '0190a0e0-0000-7000-8000-000000000000' }),
+      422,
+      'invalid_parameters',
+      'author_id',
+    );
+    await drain(tenantId);
+
+    expect(await deliveries(key, users.id)).toEqual([]);
+    const sent = await deliveries(key, later.id);
+    expect(sent).toHaveLength(1);
+    const event = JSON.parse(forTenant(tenantId).find((r) => r.path.endsWith('/later'))?.body ?? 'null');
+    expect(event).toMatchObject({ type: 'task.comment.created', data: { comment: withEvent.body } });
+    const listed = await t.call({ url: `/api/v1/tasks/${task.id}/comments`, key });
+    expect(listed.body.data).toEqual([withEvent.body, alone.body]);
+    const notified = await t.call({ url: `/api/v1/users/${grace.id}/notifications`, key });
+    expect(notified.body.data.map((n: { comment_id: string }) => n.comment_id)).toEqual([
+      withEvent.body.id,
+      alone.body.id,
+    ]);
+  });
+
   it('a turn that stops WAITING_CLIENT sends conversation.turn.waiting_client with the calls it waits for', async () => {
     const { tenantId, key } = await t.tenant();
     const path = `/hooks/${tenantId}`;

@@ -37,19 +37,25 @@ export interface EventEmitterDeps {
   now?: () => Date;
 }
 
+/**
+ * The tenant's enabled endpoints subscribed to `type`: those `emitEvent` delivers to. A writer may
+ * test `exists` on it to learn, in its own statement, whether its change has an event to emit.
+ */
+export function subscribedEndpoints(executor: Db, tenantId: string, type: EventType) {
+  return executor
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('enabled', '=', true)
+    .where(sql<boolean>`(${type} = any(events) or '*' = any(events))`);
+}
+
 export function createEventEmitter({ jobs, retryWindowMs, now = () => new Date() }: EventEmitterDeps): EmitEvent {
   const windowMs = retryWindowMs ?? DEFAULT_RETRY_POLICY.windowMs;
   return async (executor, tenantId, type, data) => {
     // A typed call cannot name an unknown type; this guards untyped callers.
     if (!Object.hasOwn(EVENT_TYPES, type)) throw new Error(`unknown event type '${type}'`);
-    const endpoints = await executor
-      .selectFrom('webhook_endpoints')
-      .select('id')
-      .where('tenant_id', '=', tenantId)
-      .where('enabled', '=', true)
-      .where(sql<boolean>`(${type} = any(events) or '*' = any(events))`)
-      .orderBy('id')
-      .execute();
+    const endpoints = await subscribedEndpoints(executor, tenantId, type).orderBy('id').execute();
     if (endpoints.length === 0) return { id: null, type, deliveries: 0 };
 
     const id = newId();

@@ -3,11 +3,12 @@
 // the same transaction as the insert, so numbers run 1, 2, 3… with no gap and no repeat however
 // many creations race. A task is addressed by its UUID or its identifier, on every route.
 // A comment's mentions name staff users of the tenant; each mentioned user is notified.
+import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
-import type { EmitEvent } from './events.js';
+import { type EmitEvent, subscribedEndpoints } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
 import { findStaff, type PersonSummary } from './users.js';
 
@@ -42,7 +43,8 @@ export interface Caller {
   keyName: string;
 }
 
-export const identifierOf = (n: number) => `TASK-${n}`;
+const IDENTIFIER_PREFIX = 'TASK-';
+export const identifierOf = (n: number) => `${IDENTIFIER_PREFIX}${n}`;
 
 interface TaskRow {
   id: string;
@@ -56,13 +58,17 @@ interface TaskRow {
 
 const TASK_COLUMNS = ['id', 'number', 'title', 'description', 'assignee_id', 'created_at', 'updated_at'] as const;
 
-/** The task a path names (UUID or `TASK-<n>`) in this tenant, or `not_found`. */
-export async function findTask(db: Db, tenantId: string, ref: string): Promise<TaskRow> {
+/** The query for the task a path names (UUID or `TASK-<n>`) in this tenant; `not_found` if `ref` names none. */
+function taskQuery(db: Db, tenantId: string, ref: string) {
   const byNumber = TASK_IDENTIFIER.exec(ref);
   if (!byNumber && !isUuid(ref)) throw new NotFoundError('task', ref);
-  let query = db.selectFrom('tasks').select(TASK_COLUMNS).where('tenant_id', '=', tenantId);
-  query = byNumber ? query.where('number', '=', Number(byNumber[1])) : query.where('id', '=', ref);
-  const row = await query.executeTakeFirst();
+  const query = db.selectFrom('tasks').select(TASK_COLUMNS).where('tenant_id', '=', tenantId);
+  return byNumber ? query.where('number', '=', Number(byNumber[1])) : query.where('id', '=', ref);
+}
+
+/** The task a path names (UUID or `TASK-<n>`) in this tenant, or `not_found`. */
+export async function findTask(db: Db, tenantId: string, ref: string): Promise<TaskRow> {
+  const row = await taskQuery(db, tenantId, ref).executeTakeFirst();
   if (!row) throw new NotFoundError('task', ref);
   return row;
 }
@@ -189,6 +195,10 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
     /**
      * Adds a comment and notifies each mentioned user (spec: behaviour rule 3), all or nothing.
      * Repeated mention ids count once; an author mentioning themselves is not notified.
+     *
+     * The comment is written by one statement (`writeComment`), atomic on its own: one round trip.
+     * When an endpoint subscribes to `task.comment.created`, that statement writes nothing, and the
+     * comment is written again in a transaction with its event.
      */
     async addComment(
       tenantId: string,
@@ -196,73 +206,23 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       input: { content: string; mention_ids?: string[] | undefined; author_id?: string | undefined },
       caller: Caller,
     ): Promise<TaskCommentRecord> {
-      // Ids arrive as UUIDs lower-cased by validation (the `Uuid` schema), as the database answers them.
-      const authorId = input.author_id ?? null;
-      const mentionIds = [...new Set(input.mention_ids ?? [])];
+      const comment: NewComment = {
+        id: newId(),
+        tenantId,
+        ref,
+        content: input.content,
+        // Ids arrive as UUIDs lower-cased by validation (the `Uuid` schema), as the database answers them.
+        authorId: input.author_id ?? null,
+        mentionIds: input.mention_ids ?? [],
+        caller,
+        createdAt: new Date(),
+      };
+      const alone = await writeComment(db, comment, emitEvent !== undefined);
+      if (alone.record) return alone.record;
       return db.transaction().execute(async (trx) => {
-        const task = await findTask(trx, tenantId, ref);
-        const staff = await findStaff(trx, tenantId, authorId === null ? mentionIds : [...mentionIds, authorId]);
-        if (authorId !== null && !staff.has(authorId)) {
-          throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
-        }
-        (input.mention_ids ?? []).forEach((id, i) => {
-          if (!staff.has(id)) {
-            throw new InvalidParametersError(`mention_ids[${i}]`, `mention_ids[${i}] names no user of this workspace.`);
-          }
-        });
-
-        const now = new Date();
-        const row = await trx
-          .insertInto('task_comments')
-          .values({
-            id: newId(),
-            tenant_id: tenantId,
-            task_id: task.id,
-            content: input.content,
-            author_user_id: authorId,
-            author_key_id: authorId === null ? caller.keyId : null,
-            author_key_name: authorId === null ? caller.keyName : null,
-            created_at: now,
-          })
-          .returningAll()
-          .execute()
-          .then((rows) => rows[0] as CommentRow);
-        if (mentionIds.length > 0) {
-          await trx
-            .insertInto('task_comment_mentions')
-            .values(
-              mentionIds.map((userId, position) => ({
-                tenant_id: tenantId,
-                comment_id: row.id,
-                user_id: userId,
-                position,
-              })),
-            )
-            .execute();
-        }
-        const author = authorOf(row, staff);
-        const notified = mentionIds.filter((userId) => userId !== authorId);
-        if (notified.length > 0) {
-          const message = `${author.name} mentioned you on ${identifierOf(task.number)}: ${task.title}`;
-          await trx
-            .insertInto('notifications')
-            .values(
-              notified.map((userId) => ({
-                id: newId(),
-                tenant_id: tenantId,
-                user_id: userId,
-                type: 'task_mention',
-                task_id: task.id,
-                comment_id: row.id,
-                message,
-                created_at: now,
-              })),
-            )
-            .execute();
-        }
-        // The new comment's mentions and author are the staff read above: no need to read them back.
-        const mentions = mentionIds.map((userId) => staff.get(userId) as PersonSummary);
-        const record = toCommentRecord(row, mentions, author);
+        const written = await writeComment(trx, comment, false);
+        const { task } = written;
+        const record = written.record as TaskCommentRecord;
         // Webhook event (issue 12), in this transaction: how a mention reaches people outside the product.
         await emitEvent?.(trx, tenantId, 'task.comment.created', {
           task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
@@ -290,6 +250,103 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       return { ...list, data: await commentRecords(db, tenantId, list.data) };
     },
   };
+}
+
+/** A comment to write: its id and time are chosen before the statement that writes it. */
+interface NewComment {
+  id: string;
+  tenantId: string;
+  /** The task's UUID or identifier, as the path gave it. */
+  ref: string;
+  content: string;
+  authorId: string | null;
+  /** As sent: a repeated id counts once. */
+  mentionIds: string[];
+  caller: Caller;
+  createdAt: Date;
+}
+
+/**
+ * One statement finds the task and the users the comment names, and only when every one is found
+ * writes the comment, its mentions and the notifications of the users mentioned (not the author).
+ * With `unlessSubscribed`, it also writes nothing when an endpoint subscribes to the comment's
+ * event: `record` is then null, and the caller writes the comment in a transaction with its event.
+ * `not_found` for a missing task; `invalid_parameters` naming the first user id not found.
+ */
+async function writeComment(
+  executor: Db,
+  comment: NewComment,
+  unlessSubscribed: boolean,
+): Promise<{ task: TaskRow; record: TaskCommentRecord | null }> {
+  const { tenantId, authorId, caller, createdAt } = comment;
+  const mentionIds = [...new Set(comment.mentionIds)];
+  const named = authorId === null || mentionIds.includes(authorId) ? mentionIds : [...mentionIds, authorId];
+  const notified = mentionIds.filter((userId) => userId !== authorId);
+  const held = unlessSubscribed
+    ? sql<boolean>`exists (${subscribedEndpoints(executor, tenantId, 'task.comment.created')})`
+    : sql<boolean>`false`;
+  const { rows } = await sql<TaskRow & { staff: PersonSummary[]; written: boolean }>`
+    with task as (${taskQuery(executor, tenantId, comment.ref)}),
+    staff as (
+      select id, name, email from users where tenant_id = ${tenantId} and id = any(${named}::uuid[])
+    ),
+    ready as (
+      select id from task where (select count(*) from staff) = ${named.length} and not ${held}
+    ),
+    comment as (
+      insert into task_comments
+        (id, tenant_id, task_id, content, author_user_id, author_key_id, author_key_name, created_at)
+      select ${comment.id}::uuid, ${tenantId}, ready.id, ${comment.content}, ${authorId}::uuid,
+        ${authorId === null ? caller.keyId : null}::uuid, ${authorId === null ? caller.keyName : null}::text,
+        ${createdAt}::timestamptz
+      from ready
+      returning id
+    ),
+    mentions as (
+      insert into task_comment_mentions (tenant_id, comment_id, user_id, position)
+      select ${tenantId}, comment.id, m.user_id, m.position - 1
+      from comment, unnest(${mentionIds}::uuid[]) with ordinality as m (user_id, position)
+    ),
+    notifications as (
+      insert into notifications (id, tenant_id, user_id, type, task_id, comment_id, message, created_at)
+      select n.id, ${tenantId}, n.user_id, 'task_mention', task.id, comment.id,
+        format('%s mentioned you on %s: %s',
+          coalesce((select name from staff where id = ${authorId}::uuid), ${caller.keyName}::text),
+          ${IDENTIFIER_PREFIX}::text || task.number, task.title),
+        ${createdAt}::timestamptz
+      from comment, task, unnest(${notified.map(() => newId())}::uuid[], ${notified}::uuid[]) as n (id, user_id)
+    )
+    select task.*, (select coalesce(json_agg(staff), '[]') from staff) as staff,
+      exists (select from comment) as written
+    from task`.execute(executor);
+  const task = rows[0];
+  if (!task) throw new NotFoundError('task', comment.ref);
+  const staff = new Map(task.staff.map((person) => [person.id, person]));
+  if (authorId !== null && !staff.has(authorId)) {
+    throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
+  }
+  comment.mentionIds.forEach((id, i) => {
+    if (!staff.has(id)) {
+      throw new InvalidParametersError(`mention_ids[${i}]`, `mention_ids[${i}] names no user of this workspace.`);
+    }
+  });
+  if (!task.written) {
+    if (!unlessSubscribed) throw new Error('a comment whose task and users were found was not written');
+    return { task, record: null };
+  }
+  const row: CommentRow = {
+    id: comment.id,
+    task_id: task.id,
+    content: comment.content,
+    author_user_id: authorId,
+    author_key_id: authorId === null ? caller.keyId : null,
+    author_key_name: authorId === null ? caller.keyName : null,
+    created_at: createdAt,
+    edited_at: null,
+  };
+  // The mentions and the author are the staff read above: no need to read them back.
+  const mentions = mentionIds.map((userId) => staff.get(userId) as PersonSummary);
+  return { task, record: toCommentRecord(row, mentions, authorOf(row, staff)) };
 }
 
 /** A comment as the API answers it, given its mentions (in the order written) and its author. */
