@@ -662,23 +662,15 @@ describe('webhook delivery', () => {
       url: `${receiver.url}/${tenantId}/later`,
       events: ['task.comment.created'],
     });
-    const disabled = await t.call({
-      method: 'PATCH',
-      url: `/api/v1/webhook-endpoints/${later.id}`,
-      key,
-      body: { enabled: false },
-    });
-    expect(disabled.status, disabled.text).toBe(200);
+    const setEnabled = async (enabled: boolean) => {
+      const r = await t.call({ method: 'PATCH', url: `/api/v1/webhook-endpoints/${later.id}`, key, body: { enabled } });
+      expect(r.status, r.text).toBe(200);
+    };
+    await setEnabled(false);
     const alone = await comments(task.id, { content: 'first', mention_ids: [grace.id] });
     expect(alone.status, alone.text).toBe(201);
 
-    const enabled = await t.call({
-      method: 'PATCH',
-      url: `/api/v1/webhook-endpoints/${later.id}`,
-      key,
-      body: { enabled: true },
-    });
-    expect(enabled.status, enabled.text).toBe(200);
+    await setEnabled(true);
     const withEvent = await comments(task.identifier, { content: 'second', mention_ids: [grace.id] });
     expect(withEvent.status, withEvent.text).toBe(201);
     // A refused comment writes nothing and sends nothing, event or not.
