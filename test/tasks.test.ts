@@ -194,6 +194,21 @@ describe('comments', () => {
     expect((await notifications(key, ana.id)).body.data).toHaveLength(1);
   });
 
+  it('the service matches user ids without regard to case, as the database does: no comment kept behind a 422', async () => {
+    const { tenantId, key } = await t.tenant();
+    const ana = await createUser(key, 'ana@example.com', 'Ana');
+    const task = (await createTask(key, { title: 'x' })).body;
+    const created = await t.services.tasks.addComment(
+      tenantId,
+      task.id,
+      { content: 'upper', author_id: ana.id.toUpperCase(), mention_ids: [ana.id.toUpperCase()] },
+      { keyId: MISSING, keyName: 'direct' },
+    );
+    expect(created.author).toEqual(summary(ana));
+    expect(created.mentions).toEqual([summary(ana)]);
+    expect((await t.call({ url: `/api/v1/tasks/${task.id}/comments`, key })).body.data).toEqual([created]);
+  });
+
   it('refuses a mention naming no staff user with 422 invalid_parameters, param mention_ids[i], and keeps nothing', async () => {
     const { key } = await t.tenant();
     const ana = await createUser(key, 'ana@example.com', 'Ana');

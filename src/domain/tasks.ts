@@ -211,9 +211,10 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         tenantId,
         ref,
         content: input.content,
-        // Ids arrive as UUIDs lower-cased by validation (the `Uuid` schema), as the database answers them.
-        authorId: input.author_id ?? null,
-        mentionIds: input.mention_ids ?? [],
+        // Lower-cased as the database answers UUIDs (validation does it too), so that the statement's
+        // match of the users named and the checks made on its answer cannot disagree.
+        authorId: input.author_id?.toLowerCase() ?? null,
+        mentionIds: (input.mention_ids ?? []).map((id) => id.toLowerCase()),
         caller,
         createdAt: new Date(),
       };
