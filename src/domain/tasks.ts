@@ -197,8 +197,8 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
      * Repeated mention ids count once; an author mentioning themselves is not notified.
      *
      * The comment is written by one statement (`writeComment`), atomic on its own: one round trip.
-     * When an endpoint subscribes to `task.comment.created`, that statement writes nothing, and the
-     * comment is written again in a transaction with its event.
+     * When an enabled endpoint subscribes to `task.comment.created`, that statement writes nothing,
+     * and the comment is written again in a transaction with its event.
      */
     async addComment(
       tenantId: string,
@@ -261,7 +261,7 @@ interface NewComment {
   ref: string;
   content: string;
   authorId: string | null;
-  /** As sent: a repeated id counts once. */
+  /** In the order sent, lower-cased; a repeated id counts once. */
   mentionIds: string[];
   caller: Caller;
   createdAt: Date;
@@ -270,8 +270,9 @@ interface NewComment {
 /**
  * One statement finds the task and the users the comment names, and only when every one is found
  * writes the comment, its mentions and the notifications of the users mentioned (not the author).
- * With `unlessSubscribed`, it also writes nothing when an endpoint subscribes to the comment's
- * event: `record` is then null, and the caller writes the comment in a transaction with its event.
+ * With `unlessSubscribed`, it also writes nothing when an enabled endpoint subscribes to the
+ * comment's event: `record` is then null, and the caller writes the comment in a transaction with
+ * its event.
  * `not_found` for a missing task; `invalid_parameters` naming the first user id not found.
  */
 async function writeComment(
