@@ -131,6 +131,17 @@ async function linkedSite() {
   return site;
 }
 
+/** A website source over `linkedSite()`, synced once: its four pages are documents. */
+async function syncedSite(name: string) {
+  const site = await linkedSite();
+  const source = await createSource({ name, source_type: 'website', domain: site.origin });
+  await post(`/api/v1/sources/${source.id}/sync`);
+  await t.jobs.runUntilIdle();
+  const synced = await getSource(source.id);
+  expect(synced.document_count).toBe(4);
+  return { site, source, synced };
+}
+
 describe('sources', () => {
   it('creates website and manual sources (201) in the spec shape, never synced', async () => {
     const created = await post('/api/v1/sources', {
@@ -426,11 +437,7 @@ describe('website sync', () => {
   });
 
   it('a site whose start page redirects to another origin fails the sync saying where, and keeps the documents', async () => {
-    const site = await linkedSite();
-    const source = await createSource({ name: 'Moved', source_type: 'website', domain: site.origin });
-    await post(`/api/v1/sources/${source.id}/sync`);
-    await t.jobs.runUntilIdle();
-    expect((await getSource(source.id)).document_count).toBe(4);
+    const { site, source } = await syncedSite('Moved');
 
     // The site moves (as to https://): every page now redirects to another origin.
     const moved = `http://localhost:${site.port}`;
@@ -445,11 +452,7 @@ describe('website sync', () => {
   });
 
   it('a start page that answers 403 or 404 fails the sync saying so, and keeps every document', async () => {
-    const site = await linkedSite();
-    const source = await createSource({ name: 'Walled', source_type: 'website', domain: site.origin });
-    await post(`/api/v1/sources/${source.id}/sync`);
-    await t.jobs.runUntilIdle();
-    expect((await getSource(source.id)).document_count).toBe(4);
+    const { site, source } = await syncedSite('Walled');
     for (const status of [403, 404]) {
       // A firewall refuses the start page; the other pages still answer.
       site.pages.set('/', { status, body: 'refused' });
@@ -483,12 +486,7 @@ describe('website sync', () => {
   });
 
   it('a site that cannot be read fails the sync with a readable sync_error and keeps the documents', async () => {
-    const site = await linkedSite();
-    const source = await createSource({ name: 'Flaky', source_type: 'website', domain: site.origin });
-    await post(`/api/v1/sources/${source.id}/sync`);
-    await t.jobs.runUntilIdle();
-    const before = await getSource(source.id);
-    expect(before.document_count).toBe(4);
+    const { site, source, synced: before } = await syncedSite('Flaky');
 
     for (const path of ['/', '/about', '/changing', '/gone']) site.pages.set(path, { status: 503, body: 'down' });
     await post(`/api/v1/sources/${source.id}/sync`);
