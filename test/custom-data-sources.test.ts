@@ -2,7 +2,7 @@
 // batch, search ranking, tenant isolation and scopes. Spec: custom data source row; rules 7 and 8.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -470,6 +470,29 @@ describe('custom data sources', () => {
       object: 'rows_cleared',
       deleted_count: 0,
     });
+  });
+
+  // PostgreSQL only: a second session holds rows while the clear runs.
+  it.runIf(usingPostgres)('clears while a write holds rows, in any physical order, without a deadlock', async () => {
+    const { key } = await t.tenant();
+    const source = await newSource(key, 'held');
+    // Stored `m` first, so a bare DELETE would lock `m` and then wait for `a`.
+    await put(key, 'held', 'm', { data: {} });
+    await put(key, 'held', 'a', { data: {} });
+    const table = sql.table(tableOf(source.id));
+    await t.database.db.connection().execute(async (session) => {
+      await sql`begin`.execute(session);
+      // A batch write locks its rows in `external_id` order: `a`, then `m`.
+      await sql`update ${table} set tags = array['held'] where external_id = 'a'`.execute(session);
+      const clearing = t.call({ method: 'POST', url: `${BASE}/held/rows/clear`, key });
+      expect(await lockWaiters(session, sql`locktype in ('relation', 'transactionid')`)).toBe(1);
+      await sql`update ${table} set tags = array['held'] where external_id = 'm'`.execute(session);
+      await sql`commit`.execute(session);
+      const cleared = await clearing;
+      expect(cleared.status).toBe(200);
+      expect(cleared.body).toEqual({ object: 'rows_cleared', deleted_count: 2 });
+    });
+    expect(await rowCount(source.id)).toBe(0);
   });
 
   it('clears a 100,000-row source in one call answering deleted_count 100000', async () => {

@@ -596,12 +596,20 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
       });
     },
 
-    /** Spec rule 7: one DELETE empties the table; the source, its table and its fields remain. */
+    /**
+     * Spec rule 7: one DELETE empties the table; the source, its table and its fields remain. The
+     * table is locked against writes first (reads go on): a DELETE alone locks rows in the table's
+     * physical order, and a batch write holding some of them in `external_id` order would deadlock
+     * with it. Locked, the clear waits for the writes under way and the next ones wait for it.
+     */
     async clearRows(tenantId: string, idOrSlug: string) {
-      return onTable(tenantId, idOrSlug, async (table) => {
-        const result = await sql`delete from ${table}`.execute(db);
-        return { object: 'rows_cleared' as const, deleted_count: Number(result.numAffectedRows ?? 0n) };
-      });
+      return onTable(tenantId, idOrSlug, (table) =>
+        db.transaction().execute(async (trx) => {
+          await sql`lock table ${table} in share row exclusive mode`.execute(trx);
+          const result = await sql`delete from ${table}`.execute(trx);
+          return { object: 'rows_cleared' as const, deleted_count: Number(result.numAffectedRows ?? 0n) };
+        }),
+      );
     },
 
     /** The id of a source of this tenant named by id or slug, or undefined. */
