@@ -1,5 +1,6 @@
 // Configuration: environment variables only, parsed and validated once at start (DESIGN.md §1).
 // A bad value stops the start with a one-line reason naming the variable.
+import { SECRETS_KEY_BYTES } from './lib/secret-box.js';
 
 export interface Config {
   port: number;
@@ -41,6 +42,8 @@ export interface Config {
   /** Longest delay between two webhook attempts (WEBHOOK_RETRY_MAX_MS). */
   webhookRetryMaxMs: number;
   trustProxy: boolean;
+  /** Seals webhook signing secrets at rest (SECRETS_KEY: 32 bytes, base64 or hex); unset stores them as they are. */
+  secretsKey: Buffer | undefined;
   llmBaseUrl: string | undefined;
   llmApiKey: string | undefined;
   llmModel: string | undefined;
@@ -117,6 +120,24 @@ function origins(env: Env, name: string): string[] {
   });
 }
 
+/** 32 bytes written as 64 hex digits or as base64 (or base64url). */
+function secretsKey(env: Env, name: string): Buffer | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const key = /^[0-9a-f]{64}$/i.test(raw)
+    ? Buffer.from(raw, 'hex')
+    : /^[A-Za-z0-9+/_-]+={0,2}$/.test(raw)
+      ? Buffer.from(raw, 'base64')
+      : undefined;
+  if (key?.length !== SECRETS_KEY_BYTES) {
+    // The value itself is a secret: it is not repeated.
+    throw new ConfigError(
+      `${name} must be ${SECRETS_KEY_BYTES} random bytes as base64 or 64 hex digits (openssl rand -base64 32)`,
+    );
+  }
+  return key;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -158,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    secretsKey: secretsKey(env, 'SECRETS_KEY'),
     llmBaseUrl: url(env, 'LLM_BASE_URL', ['http:', 'https:']),
     llmApiKey: str(env, 'LLM_API_KEY'),
     llmModel: str(env, 'LLM_MODEL'),

@@ -51,6 +51,8 @@ export async function serve(config: Config): Promise<void> {
 
   const { app, services, jobs } = await buildApp({ config, db: database.db, redis });
   const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
+  const sealed = await services.webhooks.sealStoredSecrets();
+  if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets stored before SECRETS_KEY sealed');
 
   const sweeper = setInterval(() => {
     sweepIdempotencyKeys(database.db).catch((error) => app.log.warn({ err: String(error) }, 'idempotency sweep'));

@@ -26,6 +26,7 @@ import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { jsonProblem } from './lib/json-body.js';
+import { createSecretBox } from './lib/secret-box.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
@@ -136,15 +137,18 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     pollMs: config.jobPollMs,
     stopGraceMs: config.jobStopGraceMs,
   });
+  // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
+  const secrets = createSecretBox(config.secretsKey);
   registerWebhookDelivery(jobs, {
     db,
+    secrets,
     allowPrivateTargets: config.allowPrivateTargets,
     timeoutMs: config.webhookTimeoutMs,
     retry: { baseMs: config.webhookRetryBaseMs, maxMs: config.webhookRetryMaxMs },
     log: app.log,
   });
   app.addHook('onClose', async () => jobs.stop());
-  const services = createServices({ db, config, jobs });
+  const services = createServices({ db, config, jobs, secrets });
   const logError = (error: unknown) => app.log.error({ err: summarize(error) }, 'background write failed');
   const authenticator = createAuthenticator({
     tenants: services.tenants,

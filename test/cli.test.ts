@@ -2,6 +2,7 @@
 // the demo tenant once, the `workspace` CLI manages tenants and keys over the control plane,
 // SIGTERM stops the server cleanly, `workspace migrate` runs migrations, bad config stops the start.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
@@ -104,6 +105,49 @@ describe('workspace serve and the CLI', () => {
     } finally {
       server.child.kill('SIGTERM');
       expect(await server.exited, server.output()).toBe(0);
+    }
+  });
+
+  it('a start with SECRETS_KEY seals the webhook signing secrets stored before it, once', async () => {
+    const env = { ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'info' };
+    const plain = await serve(env);
+    try {
+      const created = await fetch(`${plain.url}/api/v1/webhook-endpoints`, {
+        method: 'POST',
+        headers: { 'x-api-key': demoKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'http://127.0.0.1:9/hooks', events: ['*'] }),
+      });
+      expect(created.status).toBe(201);
+      expect(plain.output()).not.toContain('sealed');
+    } finally {
+      plain.child.kill('SIGTERM');
+      expect(await plain.exited, plain.output()).toBe(0);
+    }
+    const key = { ...env, SECRETS_KEY: randomBytes(32).toString('hex') };
+    for (const expected of [true, false]) {
+      const server = await serve(key);
+      server.child.kill('SIGTERM');
+      expect(await server.exited, server.output()).toBe(0);
+      expect(
+        server.output().includes('"endpoints":1,"msg":"webhook signing secrets stored before SECRETS_KEY sealed"'),
+      ).toBe(expected);
+    }
+  });
+
+  it('SECRETS_KEY takes 32 bytes as hex, base64 or base64url; anything else stops the start without echoing it', () => {
+    const bytes = randomBytes(32);
+    for (const written of [bytes.toString('hex'), bytes.toString('base64'), bytes.toString('base64url')]) {
+      expect(loadConfig({ SECRETS_KEY: written }).secretsKey).toEqual(bytes);
+    }
+    expect(loadConfig({}).secretsKey).toBeUndefined();
+    for (const bad of [randomBytes(16).toString('hex'), randomBytes(31).toString('base64'), 'not a key at all!']) {
+      expect(() => loadConfig({ SECRETS_KEY: bad })).toThrow(ConfigError);
+      try {
+        loadConfig({ SECRETS_KEY: bad });
+      } catch (error) {
+        expect((error as Error).message).toContain('SECRETS_KEY');
+        expect((error as Error).message).not.toContain(bad);
+      }
     }
   });
 

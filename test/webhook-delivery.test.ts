@@ -3,6 +3,7 @@
 // `standardwebhooks` library; retries with the same `webhook-id`, replays, secret rotation, a
 // restart between a failed attempt and its retry, the delivery-time SSRF check, the 5-day
 // disabling (time injected through the handler's clock), tenant isolation and scopes.
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -76,11 +77,16 @@ afterAll(async () => {
 });
 
 /** Runs webhook jobs (waiting out the short test backoff) until the tenant has none queued. */
-async function drain(tenantId: string, jobs: Pick<JobQueue, 'runUntilIdle'> = t.jobs, timeoutMs = 15_000) {
+async function drain(
+  tenantId: string,
+  jobs: Pick<JobQueue, 'runUntilIdle'> = t.jobs,
+  timeoutMs = 15_000,
+  db = t.database.db,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     await jobs.runUntilIdle();
-    const { n } = await t.database.db
+    const { n } = await db
       .selectFrom('jobs')
       .select(sql<number>`count(*)::int`.as('n'))
       .where('tenant_id', '=', tenantId)
@@ -95,8 +101,8 @@ async function drain(tenantId: string, jobs: Pick<JobQueue, 'runUntilIdle'> = t.
 
 const forTenant = (tenantId: string) => receiver.received.filter((r) => r.body.includes(tenantId));
 
-async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
-  const r = await t.call({
+async function createEndpoint(key: string, body: Record<string, unknown> = {}, app: TestApp = t) {
+  const r = await app.call({
     method: 'POST',
     url: '/api/v1/webhook-endpoints',
     key,
@@ -106,15 +112,15 @@ async function createEndpoint(key: string, body: Record<string, unknown> = {}) {
   return r.body as { id: string; secret: string; url: string };
 }
 
-async function deliveries(key: string, endpointId: string) {
-  const r = await t.call({ url: `/api/v1/webhook-endpoints/${endpointId}/deliveries`, key });
+async function deliveries(key: string, endpointId: string, app: TestApp = t) {
+  const r = await app.call({ url: `/api/v1/webhook-endpoints/${endpointId}/deliveries`, key });
   expect(r.status, r.text).toBe(200);
   return r.body.data;
 }
 
 /** A user through the real users area, which emits `user.created`; the tenant id in the e-mail finds its deliveries. */
-async function createUser(tenantId: string, key: string, name = 'Ada') {
-  const r = await t.call({
+async function createUser(tenantId: string, key: string, name = 'Ada', app: TestApp = t) {
+  const r = await app.call({
     method: 'POST',
     url: '/api/v1/users',
     key,
@@ -801,5 +807,103 @@ describe('webhook delivery', () => {
     await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
     await drain(tenantId);
     expect(forTenant(tenantId)).toEqual([]);
+  });
+});
+
+describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
+  const KEY = randomBytes(32);
+  let sealed: TestApp;
+  beforeAll(async () => {
+    // A database of its own: sealing at start seals every endpoint stored in it.
+    sealed = await startTestApp({ ...ENV, SECRETS_KEY: KEY.toString('base64') });
+  });
+  afterAll(() => sealed.close());
+
+  const stored = (id: string) =>
+    sealed.database.db
+      .selectFrom('webhook_endpoints')
+      .select(['secret', 'previous_secret'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+  const rotate = async (app: TestApp, key: string, id: string) => {
+    const r = await app.call({ method: 'POST', url: `/api/v1/webhook-endpoints/${id}/rotate-secret`, key });
+    expect(r.status, r.text).toBe(200);
+    return r.body.secret as string;
+  };
+  /** Delivers the tenant's next event and verifies it with each secret given. */
+  async function deliveredUnder(tenantId: string, key: string, secrets: string[], name: string) {
+    await createUser(tenantId, key, name, sealed);
+    await drain(tenantId, sealed.jobs, 15_000, sealed.database.db);
+    const got = forTenant(tenantId).at(-1);
+    if (!got) throw new Error('not delivered');
+    expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(secrets.length);
+    for (const secret of secrets) expect(verify(secret, got)).toMatchObject({ type: 'user.created' });
+  }
+
+  it('a secret is stored sealed, never as issued, and every message still verifies, through a rotation', async () => {
+    const { tenantId, key } = await sealed.tenant();
+    const endpoint = await createEndpoint(key, {}, sealed);
+    const first = await stored(endpoint.id);
+    expect(first.secret).toMatch(/^sealed1\./);
+    expect(first.secret).not.toContain(endpoint.secret.slice('whsec_'.length));
+    await deliveredUnder(tenantId, key, [endpoint.secret], 'Ada');
+
+    const next = await rotate(sealed, key, endpoint.id);
+    const second = await stored(endpoint.id);
+    expect(second.previous_secret).toBe(first.secret);
+    expect(second.secret).toMatch(/^sealed1\./);
+    expect(second.secret).not.toContain(next.slice('whsec_'.length));
+    await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Bo');
+  });
+
+  it('secrets stored before the key are sealed at start; under another key nothing is sent, and the log says why', async () => {
+    const { tenantId, key } = await sealed.tenant();
+    // Stored by a server without SECRETS_KEY, on the same database.
+    const plain = await buildApp({ config: { ...sealed.config, secretsKey: undefined }, db: sealed.database.db });
+    await plain.app.ready();
+    const call = async (url: string, payload?: object) => {
+      const r = await plain.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'x-api-key': key },
+        ...(payload ? { payload } : {}),
+      });
+      expect(r.statusCode, r.body).toBeLessThan(300);
+      return JSON.parse(r.body) as { id: string; secret: string };
+    };
+    const endpoint = await call('/api/v1/webhook-endpoints', { url: receiver.url, events: ['*'] });
+    const { secret: next } = await call(`/api/v1/webhook-endpoints/${endpoint.id}/rotate-secret`);
+    await plain.app.close();
+    expect(await stored(endpoint.id)).toEqual({ secret: next, previous_secret: endpoint.secret });
+
+    expect(await sealed.services.webhooks.sealStoredSecrets()).toBe(1);
+    expect(await sealed.services.webhooks.sealStoredSecrets()).toBe(0);
+    const now = await stored(endpoint.id);
+    expect(now.secret).toMatch(/^sealed1\./);
+    expect(now.previous_secret).toMatch(/^sealed1\./);
+    await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Cy');
+
+    // A server with another key cannot open them: the attempt fails, with its reason, unsent.
+    const other = await buildApp({
+      config: { ...sealed.config, secretsKey: randomBytes(32) },
+      db: sealed.database.db,
+    });
+    await other.app.ready();
+    const before = forTenant(tenantId).length;
+    try {
+      await createUser(tenantId, key, 'Di', sealed);
+      await other.jobs.runUntilIdle();
+    } finally {
+      await other.app.close();
+    }
+    expect(forTenant(tenantId)).toHaveLength(before);
+    const [failed] = await deliveries(key, endpoint.id, sealed);
+    expect(failed).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_status_code: null,
+      last_error:
+        'Not sent: the sealed secret does not open with SECRETS_KEY (another key sealed it, or it was altered).',
+    });
   });
 });

@@ -3,6 +3,7 @@ import { createAgentArea } from '../agent/index.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { JobQueue } from '../jobs/queue.js';
+import type { SecretBox } from '../lib/secret-box.js';
 import { createAnalyticsService } from './analytics.js';
 import { createAppService } from './apps.js';
 import { createCoverageService } from './coverage/index.js';
@@ -22,7 +23,17 @@ import { createUserService } from './users.js';
 import { createWebhookService } from './webhooks/endpoints.js';
 import { createWorkflowService } from './workflows.js';
 
-export function createServices({ db, config, jobs }: { db: Db; config: Config; jobs: JobQueue }) {
+export function createServices({
+  db,
+  config,
+  jobs,
+  secrets,
+}: {
+  db: Db;
+  config: Config;
+  jobs: JobQueue;
+  secrets: SecretBox;
+}) {
   // Webhook events (issue 12): every area that reports events is given this one emitter.
   const emitEvent = createEventEmitter({ jobs });
   const documents = createDocumentService({ db });
@@ -39,7 +50,12 @@ export function createServices({ db, config, jobs }: { db: Db; config: Config; j
   });
   return {
     emitEvent,
-    webhooks: createWebhookService({ db, jobs, allowPrivateTargets: config.allowPrivateTargets }),
+    webhooks: createWebhookService({
+      db,
+      jobs,
+      allowPrivateTargets: config.allowPrivateTargets,
+      secrets,
+    }),
     documents,
     sources: createSourceService({
       db,

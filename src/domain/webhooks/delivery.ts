@@ -16,6 +16,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import type { Job, JobContext, JobLog, JobQueue } from '../../jobs/queue.js';
+import { createSecretBox, type SecretBox, SecretBoxError } from '../../lib/secret-box.js';
 import { OutboundRequestError, safeRequest } from '../../lib/ssrf.js';
 import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from '../events.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryDelay } from './retry-policy.js';
@@ -23,6 +24,8 @@ import { signatureHeaders } from './signing.js';
 
 export interface WebhookDeliveryOptions {
   db: Db;
+  /** Opens signing secrets sealed at rest (SECRETS_KEY). */
+  secrets?: SecretBox;
   allowPrivateTargets: boolean;
   /** One attempt may take this long, connection to last byte. */
   timeoutMs: number;
@@ -80,6 +83,7 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
   const { db } = options;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const now = options.now ?? (() => new Date());
+  const secrets = options.secrets ?? createSecretBox(undefined);
 
   async function attempt(url: string, headers: Record<string, string>, body: string, signal: AbortSignal) {
     try {
@@ -125,6 +129,7 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
         'd.status',
         'd.schedule_seq',
         'ev.payload',
+        'e.id as endpoint_id',
         'e.url',
         'e.enabled',
         'e.secret',
@@ -150,14 +155,23 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
     }
 
     const attemptedAt = now();
-    const secrets = [row.secret];
+    const stored = [row.secret];
     if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > attemptedAt) {
-      secrets.push(row.previous_secret);
+      stored.push(row.previous_secret);
+    }
+    let signing: string[];
+    try {
+      signing = stored.map((secret) => secrets.open(secret, row.endpoint_id));
+    } catch (error) {
+      if (!(error instanceof SecretBoxError)) throw error;
+      // Nothing is sent unsigned: the attempt fails, and says why, in the delivery log.
+      await record(tenantId, deliveryId, seq, { ok: false, statusCode: null, error: `Not sent: ${error.message}.` });
+      return;
     }
     const timestamp = Math.floor(attemptedAt.getTime() / 1000);
     const outcome = await attempt(
       row.url,
-      signatureHeaders(secrets, deliveryId, timestamp, row.payload),
+      signatureHeaders(signing, deliveryId, timestamp, row.payload),
       row.payload,
       ctx.signal,
     );

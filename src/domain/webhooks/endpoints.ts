@@ -7,6 +7,7 @@ import type { Db } from '../../db/client.js';
 import type { WebhookDeliveryStatus } from '../../db/schema.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { isUuid, newId } from '../../lib/ids.js';
+import { createSecretBox, type SecretBox } from '../../lib/secret-box.js';
 import { OutboundRequestError, resolveTarget } from '../../lib/ssrf.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
@@ -154,6 +155,8 @@ export interface WebhookServiceDeps {
   db: Db;
   jobs: Pick<JobQueue, 'enqueue'>;
   allowPrivateTargets: boolean;
+  /** Seals signing secrets at rest (SECRETS_KEY); without it they are stored as they are. */
+  secrets?: SecretBox;
   retryWindowMs?: number;
   now?: () => Date;
 }
@@ -162,6 +165,7 @@ export function createWebhookService({
   db,
   jobs,
   allowPrivateTargets,
+  secrets = createSecretBox(undefined),
   retryWindowMs = DEFAULT_RETRY_POLICY.windowMs,
   now = () => new Date(),
 }: WebhookServiceDeps) {
@@ -230,17 +234,18 @@ export function createWebhookService({
     ): Promise<WebhookEndpointRecord & { secret: string }> {
       const events = checkEvents(input.events);
       const url = await checkUrl(input.url);
+      const id = newId();
       const secret = newWebhookSecret();
       const at = now();
       const row = await db
         .insertInto('webhook_endpoints')
         .values({
-          id: newId(),
+          id,
           tenant_id: tenantId,
           url,
           description: input.description ?? null,
           events,
-          secret,
+          secret: secrets.seal(secret, id),
           created_at: at,
           updated_at: at,
         })
@@ -309,7 +314,7 @@ export function createWebhookService({
         .set((eb) => ({
           previous_secret: eb.ref('secret'),
           previous_secret_expires_at: new Date(at.getTime() + SECRET_OVERLAP_MS),
-          secret,
+          secret: secrets.seal(secret, id),
           updated_at: at,
         }))
         .where('tenant_id', '=', tenantId)
@@ -318,6 +323,41 @@ export function createWebhookService({
         .executeTakeFirst();
       if (!row) throw new NotFoundError('webhook endpoint', id);
       return { ...toEndpointRecord(row), secret };
+    },
+
+    /**
+     * Maintenance at start, across tenants: with SECRETS_KEY set, seals the secrets stored before
+     * it was (each row only if unchanged meanwhile, so instances starting together agree). Returns
+     * how many endpoints it sealed.
+     */
+    async sealStoredSecrets(): Promise<number> {
+      if (!secrets.sealing) return 0;
+      const rows = await db
+        .selectFrom('webhook_endpoints')
+        .select(['id', 'secret', 'previous_secret'])
+        .where((eb) =>
+          eb.or([
+            eb('secret', 'not like', 'sealed1.%'),
+            eb.and([eb('previous_secret', 'is not', null), eb('previous_secret', 'not like', 'sealed1.%')]),
+          ]),
+        )
+        .execute();
+      let sealed = 0;
+      for (const row of rows) {
+        const seal = (value: string) => (secrets.isSealed(value) ? value : secrets.seal(value, row.id));
+        const result = await db
+          .updateTable('webhook_endpoints')
+          .set({
+            secret: seal(row.secret),
+            previous_secret: row.previous_secret === null ? null : seal(row.previous_secret),
+          })
+          .where('id', '=', row.id)
+          .where('secret', '=', row.secret)
+          .where('previous_secret', 'is not distinct from', row.previous_secret)
+          .executeTakeFirst();
+        sealed += Number(result.numUpdatedRows);
+      }
+      return sealed;
     },
 
     /** The endpoint's deliveries, newest first, optionally of one status. */
