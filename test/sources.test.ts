@@ -451,16 +451,21 @@ describe('website sync', () => {
     expect(failed.sync_error).toContain(`redirects to ${moved}/`);
   });
 
-  it('a start page that answers 403 or 404 fails the sync saying so, and keeps every document', async () => {
+  it('a start page that answers 403 or 404, or is not HTML, fails the sync saying so, and keeps every document', async () => {
     const { site, source } = await syncedSite('Walled');
-    for (const status of [403, 404]) {
-      // A firewall refuses the start page; the other pages still answer.
-      site.pages.set('/', { status, body: 'refused' });
+    const answers = [
+      // A firewall refuses the start page, or a maintenance notice stands in for it; the other pages still answer.
+      [{ status: 403, body: 'refused' }, 'answered 403'],
+      [{ status: 404, body: 'refused' }, 'answered 404'],
+      [{ type: 'text/plain; charset=utf-8', body: 'Down for maintenance' }, 'answered text/plain, not HTML'],
+    ] as const;
+    for (const [page, reason] of answers) {
+      site.pages.set('/', page);
       await post(`/api/v1/sources/${source.id}/sync`);
       await t.jobs.runUntilIdle();
       const failed = await getSource(source.id);
       expect(failed).toMatchObject({ sync_status: 'failed', document_count: 4 });
-      expect(failed.sync_error).toContain(`${site.origin}/ answered ${status}`);
+      expect(failed.sync_error).toContain(`${site.origin}/ ${reason}`);
     }
   });
 

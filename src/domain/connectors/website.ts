@@ -306,7 +306,15 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     // 404, 410, other 4xx, a refused redirect: the page is not part of the site (any more).
     if (response.status !== 200) return;
     const type = String(response.headers['content-type'] ?? '');
-    if (!/text\/html|application\/xhtml\+xml/i.test(type)) return;
+    if (!/text\/html|application\/xhtml\+xml/i.test(type)) {
+      // A start page that is not HTML (a maintenance notice, a bot check, a feed) is unreadable
+      // too, for the same reason; another such page is not part of the site's knowledge.
+      if (url.href === start.href) {
+        firstError ??= `${url.href} answered ${type.split(';')[0]?.trim() || 'no content type'}, not HTML`;
+        unreadable.add(pageIdOf(url));
+      }
+      return;
+    }
     const finalUrl = response.url;
     if (finalUrl.origin !== origin) return;
     const page = await extractPage(decodePage(response.body, type), finalUrl);
