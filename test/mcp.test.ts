@@ -165,6 +165,54 @@ describe('MCP over the SDK client', () => {
   });
 });
 
+describe('MCP tool errors as over REST', () => {
+  const call = (id: number, name: string, args: string) =>
+    rpc(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`);
+
+  it('an argument that cannot be stored (NUL, lone surrogate, 1e400) is a validation_error naming it, for its request', async () => {
+    for (const [args, param] of [
+      ['{"name":"a\\u0000b"}', 'name'],
+      ['{"name":"a\\ud800b"}', 'name'],
+      ['{"name":"ok","description":1e400}', 'description'],
+    ] as const) {
+      const answer = await call(9, 'create_app', args);
+      expect(answer.status).toBe(200);
+      const body = await json(answer);
+      expect(body, JSON.stringify(body)).toMatchObject({
+        id: 9,
+        result: { isError: true, structuredContent: { error: { code: 'validation_error', param } } },
+      });
+    }
+    // Outside a tool's arguments, such text is the transport's refusal.
+    const method = await rpc('{"jsonrpc":"2.0","id":9,"method":"tools/li\\u0000st"}');
+    expect(method.status).toBe(400);
+    expect(await json(method)).toMatchObject({ id: null, error: { code: -32600 } });
+  });
+
+  it('a statement the database refuses is the tool error REST answers, not internal_error', async () => {
+    const listApps = t.services.apps.listApps;
+    const refusals = [
+      ['22P05', 'validation_error'],
+      ['23505', 'conflict'],
+      ['23503', 'invalid_parameters'],
+    ] as const;
+    try {
+      for (const [state, code] of refusals) {
+        t.services.apps.listApps = async () => {
+          throw Object.assign(new Error('refused by the database'), { code: state });
+        };
+        const rest = await t.call({ url: '/api/v1/apps', key });
+        expect(rest.body.error.code).toBe(code);
+        const body = await json(await call(3, 'list_apps', '{}'));
+        expect(body.result.structuredContent.error.code).toBe(code);
+        expect(body.result.structuredContent.error.event_id).toBeUndefined();
+      }
+    } finally {
+      t.services.apps.listApps = listApps;
+    }
+  });
+});
+
 describe('MCP transport rules', () => {
   it('authenticates before any JSON-RPC: 401 with the spec error body', async () => {
     const none = await fetch(`${base}/api/v1/mcp`, {

@@ -233,6 +233,24 @@ export function clientErrorHandler(publicUrl: string | undefined) {
   };
 }
 
+/**
+ * A statement the database refused because of what it was given (a duplicate, a missing
+ * reference, a value it cannot store): the client's error, answered alike over REST and MCP.
+ */
+export function fromDatabase(error: unknown): { code: ErrorCode; message: string } | undefined {
+  if (isUniqueViolation(error)) return { code: 'conflict', message: 'The resource conflicts with an existing one.' };
+  if (isForeignKeyViolation(error)) {
+    return { code: 'invalid_parameters', message: 'A referenced resource does not exist.' };
+  }
+  if (isInputRejected(error)) {
+    return {
+      code: 'validation_error',
+      message: 'A value could not be stored: it is malformed or too deeply nested.',
+    };
+  }
+  return undefined;
+}
+
 export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
   const send = (
     request: FastifyRequest,
@@ -255,19 +273,8 @@ export function registerErrorHandling(app: FastifyInstance, publicUrl: string | 
     }
     const fastifyMapped = fromFastify(error);
     if (fastifyMapped) return send(request, reply, fastifyMapped.code, fastifyMapped.message);
-    if (isUniqueViolation(error))
-      return send(request, reply, 'conflict', 'The resource conflicts with an existing one.');
-    if (isForeignKeyViolation(error)) {
-      return send(request, reply, 'invalid_parameters', 'A referenced resource does not exist.');
-    }
-    if (isInputRejected(error)) {
-      return send(
-        request,
-        reply,
-        'validation_error',
-        'A value could not be stored: it is malformed or too deeply nested.',
-      );
-    }
+    const refused = fromDatabase(error);
+    if (refused) return send(request, reply, refused.code, refused.message);
     if (isQueryCanceled(error)) {
       const eventId = newId();
       request.log.error({ event_id: eventId, err: summarize(error) }, 'query canceled');

@@ -20,7 +20,7 @@ import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
-import { errorBody, publicOrigin, summarize } from '../http/errors.js';
+import { errorBody, fromDatabase, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
@@ -31,6 +31,8 @@ import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './too
 const PATH = '/api/v1/mcp';
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
+/** A path inside a tool call's arguments, in a message or in a batch. */
+const TOOL_ARGUMENT = /^(\[\d+\]\.)?params\.arguments\./;
 
 const INSTRUCTIONS =
   'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
@@ -122,13 +124,18 @@ export function registerMcpRoutes(
         return toolError('insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
       }
       try {
-        const bound = bindArguments(tool, (call.params.arguments ?? {}) as Record<string, unknown>);
+        const args = (call.params.arguments ?? {}) as Record<string, unknown>;
+        const problem = jsonProblem(args);
+        if (problem !== undefined) return toolError('validation_error', problem.message, problem.param);
+        const bound = bindArguments(tool, args);
         const result = unwrap(
           await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
         ) as Record<string, unknown>;
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
       } catch (error) {
         if (error instanceof DomainError) return toolError(error.code, error.message, error.param);
+        const refused = fromDatabase(error);
+        if (refused) return toolError(refused.code, refused.message);
         const eventId = newId();
         request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
         return toolError('internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
@@ -166,7 +173,8 @@ export function registerMcpRoutes(
           return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
         }
         const problem = jsonProblem(message);
-        if (problem !== undefined) {
+        // A tool's argument that cannot be stored is that tool's validation error, as over REST.
+        if (problem !== undefined && !(problem.kind !== 'nesting' && TOOL_ARGUMENT.test(problem.param))) {
           return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${problem.message}`));
         }
         if (!isJsonRpcShaped(message)) {
