@@ -76,4 +76,37 @@ describe('apps', () => {
     const app = await t.call({ url: '/api/v1/apps/hist', key });
     expect(app.body).toMatchObject({ head_commit_id: third.body.id, file_count: 2 });
   });
+
+  it('pages through files in path order with the cursor; a cursor it did not issue is 422 naming cursor', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'paged' } });
+    const paths = ['a.txt', 'b/c.txt', 'b/d.txt', 'z.txt'];
+    await commit('paged', { message: 'four', files: paths.map((path) => ({ path, content: path })) });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { path: string }[]; next_cursor: string | null } } = await t.call({
+        url: `/api/v1/apps/paged/files?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+        key,
+      });
+      seen.push(...page.body.data.map((f) => f.path));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(paths);
+    const base64url = (text: string) => Buffer.from(text).toString('base64url');
+    // Not base64url; NUL; not UTF-8; a path no commit could hold; too long.
+    for (const bad of [
+      '~~~',
+      base64url('\u0000'),
+      Buffer.from([0xff, 0xfe]).toString('base64url'),
+      base64url('../x'),
+      base64url('x'.repeat(201)),
+    ]) {
+      expectError(
+        await t.call({ url: `/api/v1/apps/paged/files?cursor=${bad}`, key }),
+        422,
+        'validation_error',
+        'cursor',
+      );
+    }
+  });
 });

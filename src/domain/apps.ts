@@ -7,7 +7,7 @@ import type { CommitFileChange } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from './errors.js';
-import { newestFirst, type Page, toList } from './pagination.js';
+import { encodeCursor, newestFirst, type Page, toList } from './pagination.js';
 
 export interface AppRecord {
   id: string;
@@ -44,6 +44,9 @@ export interface CommitInput {
   files: { path: string; content: string | null }[];
 }
 
+/** The longest file path, in characters (code points). */
+export const MAX_PATH_LENGTH = 200;
+
 /** A path is relative, slash-separated, without empty, `.` or `..` segments or control characters. */
 function checkPath(path: string, param: string): void {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
@@ -53,6 +56,21 @@ function checkPath(path: string, param: string): void {
   if (segments.some((s) => s === '' || s === '.' || s === '..')) {
     throw new ValidationError(param, `${param} must be a relative path without empty, '.' or '..' segments.`);
   }
+}
+
+/** The path a files cursor stands for; a cursor this service could not have issued is a `validation_error`. */
+function decodePathCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const path = Buffer.from(cursor, 'base64url').toString('utf8');
+  const refused = new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+  // Not base64url, or not UTF-8: it does not encode back to itself.
+  if (encodeCursor(path) !== cursor || [...path].length > MAX_PATH_LENGTH) throw refused;
+  try {
+    checkPath(path, 'cursor');
+  } catch {
+    throw refused;
+  }
+  return path;
 }
 
 type AppRow = {
@@ -270,9 +288,8 @@ export function createAppService({ db }: { db: Db }) {
         .where('app_id', '=', id)
         .orderBy('path')
         .limit(page.limit + 1);
-      if (page.cursor !== undefined) {
-        query = query.where('path', '>', Buffer.from(page.cursor, 'base64url').toString('utf8'));
-      }
+      const after = decodePathCursor(page.cursor);
+      if (after !== undefined) query = query.where('path', '>', after);
       return toList(
         await query.execute(),
         page,

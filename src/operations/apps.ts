@@ -1,6 +1,7 @@
 // Apps (scope `apps`): create, list, get, delete, commit files, commit history, current files.
 // Spec: Commit App Files and its bounds (message 1–500, 1–200 files, path ≤ 200, content or null).
 import { Type } from '@sinclair/typebox';
+import { MAX_PATH_LENGTH } from '../domain/apps.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -63,7 +64,7 @@ const CommitBody = Type.Object(
     files: Type.Array(
       Type.Object(
         {
-          path: Type.String({ minLength: 1, maxLength: 200 }),
+          path: Type.String({ minLength: 1, maxLength: MAX_PATH_LENGTH }),
           content: Type.Union([Type.String(), Type.Null()], {
             description: 'New content, or null to delete the path.',
           }),
