@@ -8,6 +8,7 @@
 //      searched them and kept only passages at or above the rank threshold), citing its document;
 //   4. with no such passage it says it does not know, and the engine records a knowledge gap.
 import { randomUUID } from 'node:crypto';
+import { cutText } from '../lib/text.js';
 import type { Citation, Passage, Provider, StepRequest, StepResult, ToolCall, ToolSpec, TurnItem } from './types.js';
 
 export const UNKNOWN_ANSWER =
@@ -65,7 +66,7 @@ export function argumentsFor(tool: ToolSpec, pairs: Record<string, string>): Rec
 function answerFrom(passage: Passage): string {
   const text = passage.content.trim() || passage.snippet.trim();
   if (text.length <= MAX_ANSWER_CHARS) return text;
-  const cut = text.slice(0, MAX_ANSWER_CHARS);
+  const cut = cutText(text, MAX_ANSWER_CHARS);
   const end = Math.max(cut.lastIndexOf('. '), cut.lastIndexOf('.\n'));
   return end > MAX_ANSWER_CHARS / 2 ? cut.slice(0, end + 1) : `${cut.trimEnd()}…`;
 }

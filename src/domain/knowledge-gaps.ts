@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { KnowledgeUpdateRequestStatus } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
+import { cutText } from '../lib/text.js';
 import { iso } from '../lib/time.js';
 import type { DocumentService } from './documents.js';
 import { ConflictError, MissingParameterError, NotFoundError } from './errors.js';
@@ -267,7 +268,7 @@ export function createKnowledgeGapService({
         if (targetId !== undefined) {
           documentId = (await documents.appendSection(trx, tenantId, targetId, request.question, answer)).id;
         } else {
-          const title = input.title ?? request.question.slice(0, TITLE_MAX);
+          const title = input.title ?? cutText(request.question, TITLE_MAX);
           const created = await documents.insertDocument(trx, tenantId, {
             title,
             content: answer,

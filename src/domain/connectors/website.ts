@@ -11,6 +11,7 @@
 import { TextDecoder } from 'node:util';
 import robotsParserModule from 'robots-parser';
 import { OutboundRequestError, type SafeResponse, safeRequest } from '../../lib/ssrf.js';
+import { cutText } from '../../lib/text.js';
 
 // The HTML parser is loaded with the first crawl: a server that never crawls does not hold it.
 let cheerioModule: Promise<typeof import('cheerio')> | undefined;
@@ -330,7 +331,7 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
       pages.set(pageId, {
         page_id: pageId,
         url: finalUrl.href,
-        title: page.title.slice(0, 500),
+        title: cutText(page.title, 500),
         content: page.content,
         language: page.language ?? 'en',
       });

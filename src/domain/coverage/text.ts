@@ -2,6 +2,7 @@
 // customer message are questions, when two questions are near-duplicates, and which existing
 // domain a new question is closest to. Plain functions, no I/O; written here because the rules
 // are small and must be stated exactly, which a general NLP library would not let us promise.
+import { cutText } from '../../lib/text.js';
 
 /** Words that carry no topic: they neither make two questions alike nor pick a domain. */
 const STOPWORDS = new Set(
@@ -74,7 +75,7 @@ export function extractQuestions(message: string): string[] {
     const first = (words[0] ?? '').toLowerCase().replace(/[^\p{L}\p{M}]/gu, '');
     const asks = sentence.endsWith('?') || (INTERROGATIVES.has(first) && !/[.!]$/.test(sentence));
     if (!asks) continue;
-    questions.push(sentence.length > MAX_QUESTION_LENGTH ? sentence.slice(0, MAX_QUESTION_LENGTH) : sentence);
+    questions.push(cutText(sentence, MAX_QUESTION_LENGTH));
   }
   return questions;
 }

@@ -12,6 +12,7 @@
 import { UNKNOWN_ANSWER } from '../../agent/builtin-provider.js';
 import type { Db } from '../../db/client.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
+import { cutText } from '../../lib/text.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { NewTestCase } from './datasets.js';
 import { redactText, redactValue } from './pii.js';
@@ -101,10 +102,9 @@ export async function testCaseFromConversation(
   const laterMessages = customer.slice(1);
   let truncated = laterMessages.length > TEST_CASE_LIMITS.steps;
   const cut = (value: string, max: number) => {
-    const points = Array.from(value);
-    if (points.length <= max) return value;
-    truncated = true;
-    return points.slice(0, max).join('');
+    const kept = cutText(value, max);
+    if (kept !== value) truncated = true;
+    return kept;
   };
   const text = (value: string, max: number = TEST_CASE_LIMITS.text) => cut(redact ? redactText(value) : value, max);
   const value = <T>(v: T) => (redact ? redactValue(v) : v);

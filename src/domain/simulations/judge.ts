@@ -4,6 +4,7 @@
 // the result. A judge that cannot be reached or answers nonsense fails the case with that reason
 // (JudgeError), it never passes one.
 import { askJudgeModel, JudgeError, type JudgeModelOptions } from '../../lib/judge-model.js';
+import { cutText } from '../../lib/text.js';
 import type { Judge, JudgeVerdict } from './evaluation.js';
 
 const SYSTEM =
@@ -26,7 +27,7 @@ function parseVerdict(text: string, model: string): JudgeVerdict {
   if (typeof pass !== 'boolean') throw new JudgeError('The LLM judge verdict has no boolean "pass".');
   const score =
     typeof parsed.score === 'number' && Number.isFinite(parsed.score) ? Math.min(1, Math.max(0, parsed.score)) : null;
-  const rationale = typeof parsed.rationale === 'string' ? parsed.rationale.slice(0, 2000) : '';
+  const rationale = typeof parsed.rationale === 'string' ? cutText(parsed.rationale, 2000) : '';
   return { passed: pass, score, rationale, model };
 }
 
