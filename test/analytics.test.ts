@@ -526,6 +526,13 @@ describe('dashboard analytics', () => {
       'validation_error',
       'start_date',
     );
+    // There is no year 0 (PostgreSQL refuses it too).
+    expectError(
+      await dashboard(t, key, { report_type: 'custom', start_date: '0000-12-31', end_date: '0001-01-01' }),
+      422,
+      'validation_error',
+      'start_date',
+    );
     expectError(
       await dashboard(t, key, { report_type: 'custom', start_date: '03/01/2024', end_date: '2024-03-01' }),
       422,

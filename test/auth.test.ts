@@ -293,6 +293,18 @@ describe('control plane', () => {
       'validation_error',
       'expires_at',
     );
+    // A leap second passes the date-time format, but no clock here holds it.
+    expectError(
+      await t.call({
+        method: 'POST',
+        url: '/admin/v1/tenants/acme/api-keys',
+        headers: admin,
+        body: { name: 'k', scopes: ['apps:read'], expires_at: '2030-06-30T23:59:60Z' },
+      }),
+      422,
+      'validation_error',
+      'expires_at',
+    );
   });
 
   it('creates a key with its fields and the secret once; unknown tenant or key → 404', async () => {

@@ -157,6 +157,10 @@ export function createTenantService({ db }: { db: Db }) {
       let expiresAt: Date | null = null;
       if (input.expires_at) {
         expiresAt = new Date(input.expires_at);
+        // The format admits a leap second (23:59:60), which no clock here can hold.
+        if (Number.isNaN(expiresAt.getTime())) {
+          throw new ValidationError('expires_at', 'expires_at must be a time that exists (no leap second).');
+        }
         if (expiresAt.getTime() <= Date.now())
           throw new ValidationError('expires_at', 'expires_at must be in the future.');
       }
