@@ -190,6 +190,11 @@ describe('custom data sources', () => {
     expect(readUnicode.body).toMatchObject({ external_id: unicode, data: { n: 2 } });
     // `a/b` unencoded is another path, which names no row route.
     expectError(await t.call({ url: `${BASE}/paths/rows/a/b`, key }), 404, 'not_found');
+    // A slug with a NUL or another control character names no source (never a database refusal).
+    for (const slug of ['pa%00ths', 'pa%1Fths']) {
+      expectError(await t.call({ url: `${BASE}/${slug}`, key }), 404, 'not_found');
+      expectError(await t.call({ url: `${BASE}/${slug}/rows/a%2Fb`, key }), 404, 'not_found');
+    }
 
     const deleted = await t.call({ method: 'DELETE', url: `${BASE}/paths/rows/a%2Fb`, key });
     expect(deleted.body).toEqual({ id: slashed.body.id, object: 'deleted', deleted: true });

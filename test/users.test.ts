@@ -196,6 +196,10 @@ describe('permissions', () => {
     expect((await removePermission(key, user.id, '%20Analytics.View%20')).status).toBe(200);
     expect(names((await t.call({ url: `/api/v1/users/${user.id}`, key })).body)).toEqual(['tasks.view']);
     expectError(await removePermission(key, user.id, 'knowledge.edit'), 404, 'not_found');
+    // A name with a NUL or another control character names nothing (never a database refusal).
+    for (const name of ['tasks%00view', 'tasks%01view']) {
+      expectError(await removePermission(key, user.id, name), 404, 'not_found');
+    }
   });
 
   it('answers 404 for a user that does not exist or a path id that is not a UUID', async () => {

@@ -4,7 +4,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MAX_DATA_DEPTH, MAX_EXTERNAL_ID_LENGTH, MAX_ROW_TAGS, SLUG_PATTERN } from '../domain/custom-data-sources.js';
 import { defineOperation, withStatus } from './registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
+import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from './schemas.js';
 
 const TAG = 'Custom data sources';
 
@@ -111,7 +111,7 @@ export const RowsUpserted = Type.Object(
 );
 
 const SourceParams = Type.Object({
-  id_or_slug: Type.String({ minLength: 1, maxLength: 100, description: 'The source id (a UUID) or its slug.' }),
+  id_or_slug: PathName({ maxLength: 100, description: 'The source id (a UUID) or its slug.' }),
 });
 const RowParams = Type.Object({ ...SourceParams.properties, external_id: ExternalId });
 

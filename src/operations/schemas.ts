@@ -5,6 +5,13 @@ import type { Ajv } from 'ajv';
 /** A schema keyword: validation lower-cases the string it marks (see `addLowerCaseKeyword`). */
 export const LOWER_CASE = 'x-lower-case';
 
+/**
+ * A name in a path that is not a UUID (a slug, a permission's name): no control characters. A NUL
+ * could not reach the database's text at all; refused here, the path names nothing: 404.
+ */
+export const PathName = (options: { maxLength: number; description: string }) =>
+  Type.String({ minLength: 1, pattern: '^[^\\u0000-\\u001f\\u007f]+$', ...options });
+
 // A plain UUID: ajv's `uuid` format alone also takes a `urn:uuid:` prefix, which PostgreSQL does not.
 export const Uuid = Type.String({
   format: 'uuid',

@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import { checkBulkItems } from '../domain/errors.js';
 import { DEFAULT_ROLE, PERMISSIONS, ROLES } from '../domain/users.js';
 import { defineOperation, withStatus } from './registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
+import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from './schemas.js';
 
 const catalogue = (entries: Record<string, string>) =>
   Object.entries(entries)
@@ -151,8 +151,7 @@ export const userOperations = [
       'A permission the user does not hold answers 404.',
     params: Type.Object({
       user_id: Uuid,
-      permission_id: Type.String({
-        minLength: 1,
+      permission_id: PathName({
         maxLength: 100,
         description: 'The permission `id` listed on the user, or the permission name.',
       }),
