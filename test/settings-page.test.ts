@@ -453,6 +453,18 @@ describe('sign-in, sessions and CSRF over HTTP', () => {
       payload: JSON.stringify({ _csrf: token, name: 123, scopes: ['apps:read'] }),
     });
     expect(numeric.statusCode).toBe(422);
+    // A NUL (no text column stores one) reads as not sent: a form refused, a sign-in failed.
+    const nul = await client.send('POST', `${SETTINGS}/keys`, { _csrf: token, name: 'a\u0000b', scopes: 'apps:read' });
+    expect(nul.statusCode).toBe(422);
+    const nulScope = await client.send('POST', `${SETTINGS}/keys`, { _csrf: token, name: 'n', scopes: 'apps:\u0000' });
+    expect(nulScope.statusCode).toBe(422);
+    for (const [tenant, mail] of [
+      [`${tenantId}\u0000`, email],
+      [tenantId, `${email}\u0000`],
+    ] as const) {
+      const refused = await agent().signIn(tenant, mail, password);
+      expect(refused.statusCode).toBe(401);
+    }
     const list = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
     expect(list.body.data).toEqual([]);
   });

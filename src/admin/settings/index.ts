@@ -55,16 +55,20 @@ type Form = Record<string, string | string[] | undefined>;
  * A form field as text, trimmed; a value that is not text (a JSON body may send one) reads as
  * absent. `raw` keeps the spaces, as a password's are its own.
  */
+// A value holding a NUL (only a crafted request sends one; no text column can store it) is read
+// as not sent: a sign-in then fails as any other, a form is refused naming what is missing.
+const storable = (value: string) => !value.includes('\u0000');
+
 function field(form: Form | undefined, name: string, { raw = false } = {}): string {
   const value = form?.[name];
   const first = Array.isArray(value) ? value[0] : value;
-  if (typeof first !== 'string') return '';
+  if (typeof first !== 'string' || !storable(first)) return '';
   return raw ? first : first.trim();
 }
 
 function fields(form: Form | undefined, name: string): string[] {
   const value = form?.[name];
-  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+  return (value === undefined ? [] : Array.isArray(value) ? value : [value]).filter(storable);
 }
 
 export interface SettingsDeps {
