@@ -119,6 +119,9 @@ describe('referentials and questions', () => {
     expect(second.body.data.map((q: { question: string }) => q.question)).toEqual(['q1?']);
     const billing = await t.call({ url: `/api/v1/coverage/referentials/${id}/questions?domain=billing`, key });
     expect(billing.body.data.map((q: { question: string }) => q.question)).toEqual(['q3?', 'q1?']);
+    // The filter is read as domains are stored: whitespace collapsed and trimmed.
+    const spaced = await t.call({ url: `/api/v1/coverage/referentials/${id}/questions?domain=%20billing%20`, key });
+    expect(spaced.body.data.map((q: { question: string }) => q.question)).toEqual(['q3?', 'q1?']);
   });
 
   it('renames a domain across every question of the referential and answers how many changed', async () => {

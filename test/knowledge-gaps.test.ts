@@ -123,6 +123,12 @@ describe('transitions', () => {
       'invalid_parameters',
       'document_id',
     );
+    expectError(
+      await post(key, `${BASE}/${request.id}/apply`, { proposed_answer: '   ', document_id: faq.body.id }),
+      422,
+      'validation_error',
+      'proposed_answer',
+    );
     // Nothing changed by the refused attempts.
     expect((await t.call({ url: `${BASE}/${request.id}`, key })).body.status).toBe('approved');
     const applied = await post(key, `${BASE}/${request.id}/apply`, {
@@ -137,6 +143,24 @@ describe('transitions', () => {
     const doc = await t.call({ url: `/api/v1/documents/${faq.body.id}`, key });
     expect(doc.body.content).toBe('We ship worldwide.\n\n## How long does shipping to Japan take?\n\nAbout 7 days.');
     expect(doc.body.updated_at > faq.body.updated_at).toBe(true);
+  });
+
+  it('apply refuses a document the answer would not be found in: past the first 100,000 characters', async () => {
+    const { tenantId, key } = await t.tenant();
+    // Search reads a body's first 100,000 characters: a section after them would never be found.
+    const long = await post(key, '/api/v1/documents', { title: 'Long', content: 'word '.repeat(20_000) });
+    const nearFull = await post(key, '/api/v1/documents', { title: 'Near full', content: 'a'.repeat(99_000) });
+    const request = await gap(tenantId, 'Do you sell zebra stripes wholesale?');
+    await post(key, `${BASE}/${request.id}/review`, { decision: 'approve', proposed_answer: 'Yes, by the metre.' });
+    const refused = await post(key, `${BASE}/${request.id}/apply`, { document_id: long.body.id });
+    expectError(refused, 422, 'invalid_parameters', 'document_id');
+    expect(refused.body.error.message).toContain('first 100,000 characters');
+    expect((await t.call({ url: `/api/v1/documents/${long.body.id}`, key })).body.content).toHaveLength(100_000);
+    // Just inside the indexed part, the section is written and found.
+    const applied = await post(key, `${BASE}/${request.id}/apply`, { document_id: nearFull.body.id });
+    expect(applied.body.status).toBe('applied');
+    const found = await t.call({ url: '/api/v1/documents?q=zebra%20stripes%20wholesale', key });
+    expect(found.body.data.map((d: { id: string }) => d.id)).toEqual([nearFull.body.id]);
   });
 
   it('open → rejected → resolved; resolved is final; apply needs approved', async () => {

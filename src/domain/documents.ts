@@ -8,6 +8,7 @@ import type { Db } from '../db/client.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../db/errors.js';
 import type { Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
+import { characterCount } from '../lib/text.js';
 import { iso } from '../lib/time.js';
 import {
   ConflictError,
@@ -88,6 +89,11 @@ export interface PageSyncResult {
   unchanged: number;
   removed: number;
 }
+
+/** The longest document body, in characters. */
+export const MAX_CONTENT_LENGTH = 1_000_000;
+/** Search reads a body's first characters only (migration 0011): what lies past them is not found. */
+export const INDEXED_CONTENT_LENGTH = 100_000;
 
 const DOCUMENT_COLUMNS = [
   'id',
@@ -426,6 +432,14 @@ export function createDocumentService({ db }: { db: Db }) {
         );
       }
       const content = `${document.content}\n\n## ${heading}\n\n${text}`;
+      // The section must be found by search. (The body then stays within its bound: an answer
+      // holds at most 100,000 characters.)
+      if (characterCount(document.content) + 2 >= INDEXED_CONTENT_LENGTH) {
+        throw new InvalidParametersError(
+          'document_id',
+          `The document is too long for the answer to be found: search reads a document's first ${INDEXED_CONTENT_LENGTH.toLocaleString('en')} characters. Apply it without document_id, as a new document.`,
+        );
+      }
       const row = await trx
         .updateTable('documents')
         .set({ content, content_hash: contentHash(document.title, content), updated_at: sql`now()` })

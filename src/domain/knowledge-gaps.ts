@@ -15,7 +15,7 @@ import { newId } from '../lib/ids.js';
 import { cutText } from '../lib/text.js';
 import { iso } from '../lib/time.js';
 import type { DocumentService } from './documents.js';
-import { ConflictError, MissingParameterError, NotFoundError } from './errors.js';
+import { ConflictError, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
 import type { EmitEvent } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
 
@@ -256,6 +256,9 @@ export function createKnowledgeGapService({
           .executeTakeFirst();
         if (!request) throw new NotFoundError('knowledge update request', id);
         if (request.status !== 'approved') throw illegal(request.status, 'applied');
+        if (input.proposed_answer !== undefined && input.proposed_answer.trim() === '') {
+          throw new ValidationError('proposed_answer', 'proposed_answer must not be blank.');
+        }
         const answer = (input.proposed_answer ?? request.proposed_answer ?? '').trim();
         if (answer === '') {
           throw new MissingParameterError(

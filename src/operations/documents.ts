@@ -1,6 +1,7 @@
 // Documents (scope `knowledge`): create, list (`q` ranks by full-text search), get, delete, bulk
 // delete (spec: product updates), and translations (spec: Add Translation; one per language).
 import { Type } from '@sinclair/typebox';
+import { MAX_CONTENT_LENGTH } from '../domain/documents.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -50,7 +51,7 @@ const BulkDeleteResult = Type.Object(
 );
 
 const Title = Type.String({ minLength: 1, maxLength: 500 });
-const Content = Type.String({ minLength: 1, maxLength: 1_000_000 });
+const Content = Type.String({ minLength: 1, maxLength: MAX_CONTENT_LENGTH });
 const DocumentParams = Type.Object({ document_id: Uuid });
 
 export const documentOperations = [

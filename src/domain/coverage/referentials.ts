@@ -261,7 +261,8 @@ export function createReferentialService({ db }: { db: Db }) {
         .select(QUESTION_COLUMNS)
         .where('tenant_id', '=', tenantId)
         .where('referential_id', '=', referentialId);
-      if (page.domain !== undefined) query = query.where('domain', '=', page.domain);
+      // Matched as domains are stored: whitespace collapsed and trimmed.
+      if (page.domain !== undefined) query = query.where('domain', '=', cleanDomain(page.domain, 'domain'));
       query = newestFirst(query, page);
       const list = toList(await query.execute(), page, toQuestion, (row) => row.id);
       return { ...list, referential_id: referentialId, domains: await domainCounts(tenantId, referentialId) };
