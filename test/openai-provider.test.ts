@@ -1,7 +1,8 @@
 // The `openai` provider against a scripted OpenAI-compatible chat-completions server started by
 // this test (node:http): streamed text, tool call round trips (workflow, client function with
 // pause and continue, handoff), an error answer, an error inside the stream, a timeout, a server
-// that does not stream, and one turn at a time while the model is slow.
+// that does not stream, and one turn at a time while the model is slow. Like api.openai.com, the
+// server refuses a function name outside ^[a-zA-Z0-9_-]{1,64}$.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
@@ -79,7 +80,17 @@ beforeAll(async () => {
       raw += chunk;
     });
     req.on('end', () => {
-      requests.push({ headers: req.headers, body: JSON.parse(raw) });
+      const body = JSON.parse(raw);
+      requests.push({ headers: req.headers, body });
+      const names: string[] = [
+        ...(body.tools ?? []).map((tool: Json) => tool.function.name),
+        ...body.messages.flatMap((m: Json) => (m.tool_calls ?? []).map((call: Json) => call.function.name)),
+      ];
+      const bad = names.find((name) => !/^[a-zA-Z0-9_-]{1,64}$/.test(name));
+      if (bad !== undefined) {
+        failing(400, { error: { message: `Invalid function name '${bad}'.`, type: 'invalid_request_error' } })(res);
+        return;
+      }
       const script = queue.shift() ?? text('default answer');
       Promise.resolve(script(res)).catch(() => res.destroy());
     });
@@ -221,6 +232,38 @@ describe('openai provider', () => {
     expect(runs.map((r) => [r.workflow_name, r.call_id, r.arguments])).toEqual([
       ['lookup_order', callId, { order: 'A-7' }],
     ]);
+  });
+
+  it('offers workflows by names the API accepts and maps the calls back to the workflow', async () => {
+    const { tenantId, key } = await t.tenant();
+    const long = `Look up ${'the order '.repeat(8)}now`;
+    for (const name of ['Refund order', 'Refund_order', long]) {
+      const wf = await post(key, '/api/v1/workflows', { name });
+      await t.call({ method: 'PUT', url: `/api/v1/workflows/${wf.body.id}/enabled`, key, body: { enabled: true } });
+    }
+    // A name the API accepts is kept; another becomes one, with a suffix when that is taken.
+    queue.push(toolCalls({ name: 'Refund_order_2', args: '{"order":"A-7"}' }), text('Refunded.'));
+    const { result, calls } = await recording(() => send(key, { content: 'Refund A-7 please' }));
+    expect(result.body).toMatchObject({ status: 'COMPLETED', content: 'Refunded.' });
+    expect(result.body.function_calls).toEqual([
+      expect.objectContaining({ name: 'Refund order', type: 'workflow', arguments: { order: 'A-7' } }),
+    ]);
+    const callId = result.body.function_calls[0].call_id;
+    const [first, second] = calls as { body: Json }[];
+    expect(first?.body.tools.map((tool: Json) => tool.function.name).sort()).toEqual([
+      `Look_up_${'the_order_'.repeat(5)}the_or`,
+      'Refund_order',
+      'Refund_order_2',
+    ]);
+    expect(second?.body.messages.at(-2).tool_calls).toEqual([
+      { id: callId, type: 'function', function: { name: 'Refund_order_2', arguments: '{"order":"A-7"}' } },
+    ]);
+    const runs = await t.database.db
+      .selectFrom('workflow_runs')
+      .select(['workflow_name', 'call_id'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(runs).toEqual([{ workflow_name: 'Refund order', call_id: callId }]);
   });
 
   it('pauses on a client function call and continues with the results, functions and context sent with continue', async () => {

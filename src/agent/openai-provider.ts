@@ -2,7 +2,8 @@
 // calling and streaming (OpenAI, Azure, vLLM, Ollama, LM Studio). One step is one streamed
 // `POST {LLM_BASE_URL}/chat/completions`; text deltas are forwarded as they arrive and tool calls
 // are gathered from their fragments. Every failure becomes a ProviderError with a reason a
-// person can read, which ends the turn FAILED.
+// person can read, which ends the turn FAILED. Tool names are rewritten to the ones the API accepts
+// (a workflow may be called `Refund order`) and the model's calls mapped back.
 import { newCallId } from './builtin-provider.js';
 import {
   type Citation,
@@ -42,6 +43,39 @@ interface Choice {
 }
 
 const APPLICATION_PREFIX = '[application event] ';
+/** OpenAI's rule for a function name; a workflow's name may be any 1–100 characters. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const TOOL_NAME_MAX = 64;
+
+/** A name the API accepts: each other character becomes `_`, cut to 64. */
+function safeToolName(name: string): string {
+  return name.replace(/[^a-zA-Z0-9_-]/gu, '_').slice(0, TOOL_NAME_MAX);
+}
+
+/**
+ * The name each offered tool goes by for the model, both ways. A name the API accepts is kept;
+ * another is made safe, and given a suffix (`_2`, `_3`…) when that name is taken.
+ */
+function toolNames(names: string[]): { forModel: Map<string, string>; fromModel: Map<string, string> } {
+  const forModel = new Map<string, string>();
+  const taken = new Set(names.filter((name) => TOOL_NAME.test(name)));
+  for (const name of names) {
+    if (TOOL_NAME.test(name)) {
+      forModel.set(name, name);
+      continue;
+    }
+    const base = safeToolName(name);
+    let candidate = base;
+    for (let n = 2; taken.has(candidate); n++) {
+      const suffix = `_${n}`;
+      candidate = base.slice(0, TOOL_NAME_MAX - suffix.length) + suffix;
+    }
+    taken.add(candidate);
+    forModel.set(name, candidate);
+  }
+  const fromModel = new Map([...forModel].map(([name, safe]) => [safe, name]));
+  return { forModel, fromModel };
+}
 
 function systemPrompt(request: StepRequest): string {
   const parts = [`You are ${request.agentName}, a customer support agent.`];
@@ -64,7 +98,7 @@ function systemPrompt(request: StepRequest): string {
   return parts.join('\n\n');
 }
 
-function itemMessages(items: TurnItem[]): ChatMessage[] {
+function itemMessages(items: TurnItem[], forModel: Map<string, string>): ChatMessage[] {
   return items.map((item): ChatMessage => {
     if (item.type === 'input') {
       return {
@@ -81,7 +115,11 @@ function itemMessages(items: TurnItem[]): ChatMessage[] {
               tool_calls: item.calls.map((call) => ({
                 id: call.call_id,
                 type: 'function' as const,
-                function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+                // A call of a tool no longer offered keeps a name the API accepts.
+                function: {
+                  name: forModel.get(call.name) ?? safeToolName(call.name),
+                  arguments: JSON.stringify(call.arguments),
+                },
               })),
             }
           : {}),
@@ -91,7 +129,10 @@ function itemMessages(items: TurnItem[]): ChatMessage[] {
   });
 }
 
-export function chatMessages(request: StepRequest): ChatMessage[] {
+export function chatMessages(
+  request: StepRequest,
+  forModel = toolNames(request.tools.map((tool) => tool.name)).forModel,
+): ChatMessage[] {
   return [
     { role: 'system', content: systemPrompt(request) },
     ...request.history.map(
@@ -100,7 +141,7 @@ export function chatMessages(request: StepRequest): ChatMessage[] {
         content: m.author === 'application' ? APPLICATION_PREFIX + m.content : m.content,
       }),
     ),
-    ...itemMessages(request.items),
+    ...itemMessages(request.items, forModel),
   ];
 }
 
@@ -178,9 +219,14 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
   async function call(request: StepRequest, signal: AbortSignal): Promise<StepResult> {
+    const names = toolNames(request.tools.map((tool) => tool.name));
     const tools = request.tools.map((tool) => ({
       type: 'function' as const,
-      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+      function: {
+        name: names.forModel.get(tool.name) ?? tool.name,
+        description: tool.description,
+        parameters: tool.parameters,
+      },
     }));
     const response = await fetch(endpoint, {
       method: 'POST',
@@ -192,7 +238,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
       body: JSON.stringify({
         model: options.model,
         stream: true,
-        messages: chatMessages(request),
+        messages: chatMessages(request, names.forModel),
         ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
       }),
       signal,
@@ -253,7 +299,8 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
       .filter(([, fragment]) => fragment.name !== '')
       .map(([, fragment]) => ({
         call_id: newCallId(),
-        name: fragment.name,
+        // The engine, the stored call and the API know the tool by its own name.
+        name: names.fromModel.get(fragment.name) ?? fragment.name,
         arguments: parseArguments(fragment.arguments),
       }));
     return { text, calls, citations: citationsIn(text, request) };
