@@ -138,6 +138,15 @@ describe('hidden messages', () => {
     expect(event).toMatchObject({ role: 'system', author: 'application', hidden: true });
     expect(messages.body.data[3]).toMatchObject({ id: hidden.body.id, role: 'system', in_reply_to: event.id });
   });
+
+  it('an application event the documents do not answer records no knowledge gap; a customer question does', async () => {
+    const { key } = await t.tenant();
+    const first = await send(key, { content: 'Where is my parcel?' });
+    const hidden = await send(key, { content: 'app event', hidden: true, conversation_id: first.body.conversation_id });
+    expect(hidden.body).toMatchObject({ status: 'COMPLETED', content: UNKNOWN_ANSWER });
+    const gaps = await t.call({ url: '/api/v1/knowledge-update-requests', key });
+    expect(gaps.body.data.map((gap: { question: string }) => gap.question)).toEqual(['Where is my parcel?']);
+  });
 });
 
 describe('built-in rule 1: client functions and workflows named in the message', () => {

@@ -609,8 +609,10 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         rt.emit('citation', { citation });
       }
       if (step.handoffTo) await handOff(rt, step.handoffTo, lastInput(rt));
+      const input = rt.state.items.find((item) => item.type === 'input');
       const question = lastInput(rt).trim();
-      if (step.knowledgeGap && question !== '') {
+      // A gap is a customer's question (rule 4); an application event is not one.
+      if (step.knowledgeGap && question !== '' && input?.type === 'input' && input.author === 'customer') {
         // Best effort: the customer still gets the agent's answer if the gap cannot be recorded.
         try {
           await deps.recordGap(rt.tenantId, {
