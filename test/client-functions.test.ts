@@ -1,12 +1,14 @@
 // Client functions over a real HTTP listener, streams read with a real SSE parser
 // (eventsource-parser): the pause flow (two calls in one turn, continue refused until every
 // result is in, a server restart between pause and continue, abandonment by a new message), the
-// default mode (results awaited on the open stream), and a client that disconnects mid-stream.
+// default mode (results awaited on the open stream), a client that disconnects mid-stream, and a
+// result racing a continue (PostgreSQL only).
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, buildApp } from '../src/server.js';
-import { startTestApp, type TestApp } from './helpers.js';
+import { lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 let server: App | undefined;
@@ -318,6 +320,54 @@ describe('pause mode', () => {
     expect(resumed.events.at(-1)?.data.status).toBe('COMPLETED');
     await stopServer();
   });
+
+  // PostgreSQL only: a second session holds the call's row, so the new result's write waits while
+  // a continue is sent.
+  it.runIf(usingPostgres)(
+    'a result sent while a continue is in flight is the one the turn uses, never stored unused',
+    async () => {
+      await startServer();
+      const { key } = await t.tenant();
+      const paused = await pausedWithResult(key);
+      const callId = paused.body.function_calls[0].call_id;
+      await t.database.db.connection().execute(async (session) => {
+        await sql`begin`.execute(session);
+        await sql`select 1 from function_calls where message_id = ${paused.body.id} for update`.execute(session);
+        const replacing = request(key, `/api/v1/messages/${paused.body.id}/function-results`, {
+          results: [{ call_id: callId, output: 'midnight' }],
+        });
+        expect(await lockWaiters(session, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+        let continued = false;
+        const continuing = request(key, `/api/v1/messages/${paused.body.id}/continue`, {}).finally(() => {
+          continued = true;
+        });
+        // The continue waits behind the result being written (or, were the turn not locked, runs to
+        // its end with the result it had).
+        const behindResult = async () => {
+          const { rows } = await sql<{ n: number }>`
+            select count(*)::int as n from pg_locks w where not w.granted and exists (
+              select 1 from pg_locks b where not b.granted and b.pid = any(pg_blocking_pids(w.pid))
+                and pg_backend_pid() = any(pg_blocking_pids(b.pid)))`.execute(session);
+          return rows[0]?.n ?? 0;
+        };
+        await until(behindResult, (n) => n > 0 || continued);
+        await sql`commit`.execute(session);
+        const [replaced, resumed] = await Promise.all([replacing, continuing]);
+        expect(replaced.status).toBe(200);
+        expect(resumed.body).toMatchObject({
+          status: 'COMPLETED',
+          content: 'get_time returned "midnight".',
+          function_calls: [{ call_id: callId, output: 'midnight' }],
+        });
+      });
+      const stored = await request(key, `/api/v1/messages/${paused.body.id}`);
+      expect(stored.body).toMatchObject({
+        content: 'get_time returned "midnight".',
+        function_calls: [{ output: 'midnight' }],
+      });
+      await stopServer();
+    },
+  );
 
   it('continue answers JSON without Accept: text/event-stream', async () => {
     await startServer();

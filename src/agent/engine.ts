@@ -1017,67 +1017,78 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     return { messageId, conversationId, settled: settled.promise, finished };
   }
 
-  /** Records client function results for a turn waiting on them. */
+  /**
+   * Records client function results for a turn waiting on them. The turn's message row is locked
+   * while the results are checked and written: a continue claiming the turn, or a waiting turn
+   * going on, changes that row, so a result is either written before the turn reads it or refused
+   * (409) because the turn has used the one it had.
+   */
   async function submitFunctionResults(
     tenantId: string,
     messageId: string,
     results: { call_id: string; output: unknown }[],
   ): Promise<FunctionResultsAck> {
-    const message = await conversations.findMessage(tenantId, messageId);
-    if (!message) throw new NotFoundError('message', messageId);
-    // IN_PROGRESS too: a client may answer a call as soon as it sees it, before the turn is stored as waiting.
-    if (message.status !== 'WAITING_CLIENT' && message.status !== 'IN_PROGRESS') {
-      throw new ConflictError(
-        message.status === 'ABANDONED'
-          ? 'This turn was abandoned when a new message was sent; its function results are no longer needed.'
-          : `This turn is not waiting for function results (status ${message.status}).`,
-      );
-    }
-    const calls = await db
-      .selectFrom('function_calls')
-      .select(['call_id', 'status'])
-      .where('tenant_id', '=', tenantId)
-      .where('message_id', '=', messageId)
-      .where('type', '=', 'client')
-      .execute();
-    const known = new Set(calls.map((c) => c.call_id));
-    // A paused turn has already used the results of its earlier steps: they are in its state.
-    const used = new Set<string>();
-    if (message.status === 'WAITING_CLIENT') {
-      const turn = await db
-        .selectFrom('agent_turns')
-        .select('state')
+    const { conversationId, seen, pending } = await db.transaction().execute(async (trx) => {
+      const message = await trx
+        .selectFrom('messages')
+        .select(['status', 'conversation_id'])
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', messageId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!message) throw new NotFoundError('message', messageId);
+      // IN_PROGRESS too: a client may answer a call as soon as it sees it, before the turn is stored as waiting.
+      if (message.status !== 'WAITING_CLIENT' && message.status !== 'IN_PROGRESS') {
+        throw new ConflictError(
+          message.status === 'ABANDONED'
+            ? 'This turn was abandoned when a new message was sent; its function results are no longer needed.'
+            : `This turn is not waiting for function results (status ${message.status}).`,
+        );
+      }
+      const calls = await trx
+        .selectFrom('function_calls')
+        .select(['call_id', 'status'])
         .where('tenant_id', '=', tenantId)
         .where('message_id', '=', messageId)
-        .executeTakeFirst();
-      for (const item of (turn?.state as TurnState | undefined)?.items ?? []) {
-        if (item.type === 'result') used.add(item.call_id);
+        .where('type', '=', 'client')
+        .execute();
+      const known = new Set(calls.map((c) => c.call_id));
+      // A paused turn has already used the results of its earlier steps: they are in its state.
+      const used = new Set<string>();
+      if (message.status === 'WAITING_CLIENT') {
+        const turn = await trx
+          .selectFrom('agent_turns')
+          .select('state')
+          .where('tenant_id', '=', tenantId)
+          .where('message_id', '=', messageId)
+          .executeTakeFirst();
+        for (const item of (turn?.state as TurnState | undefined)?.items ?? []) {
+          if (item.type === 'result') used.add(item.call_id);
+        }
       }
-    }
-    const seen = new Set<string>();
-    results.forEach((result, i) => {
-      if (!known.has(result.call_id)) {
-        throw new InvalidParametersError(
-          `results[${i}].call_id`,
-          `No client function call '${result.call_id}' in this turn.`,
-        );
-      }
-      if (seen.has(result.call_id)) {
-        throw new InvalidParametersError(`results[${i}].call_id`, `The result of '${result.call_id}' is sent twice.`);
-      }
-      const usedAlready =
-        message.status === 'IN_PROGRESS'
-          ? calls.find((c) => c.call_id === result.call_id)?.status !== 'pending'
-          : used.has(result.call_id);
-      if (usedAlready) {
-        throw new ConflictError(
-          `The result of '${result.call_id}' was already used by the turn.`,
-          `results[${i}].call_id`,
-        );
-      }
-      seen.add(result.call_id);
-    });
-    await db.transaction().execute(async (trx) => {
+      const seen = new Set<string>();
+      results.forEach((result, i) => {
+        if (!known.has(result.call_id)) {
+          throw new InvalidParametersError(
+            `results[${i}].call_id`,
+            `No client function call '${result.call_id}' in this turn.`,
+          );
+        }
+        if (seen.has(result.call_id)) {
+          throw new InvalidParametersError(`results[${i}].call_id`, `The result of '${result.call_id}' is sent twice.`);
+        }
+        const usedAlready =
+          message.status === 'IN_PROGRESS'
+            ? calls.find((c) => c.call_id === result.call_id)?.status !== 'pending'
+            : used.has(result.call_id);
+        if (usedAlready) {
+          throw new ConflictError(
+            `The result of '${result.call_id}' was already used by the turn.`,
+            `results[${i}].call_id`,
+          );
+        }
+        seen.add(result.call_id);
+      });
       for (const result of results) {
         await trx
           .updateTable('function_calls')
@@ -1087,13 +1098,14 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           .where('call_id', '=', result.call_id)
           .execute();
       }
+      const pending = calls.filter((c) => c.status === 'pending' && !seen.has(c.call_id)).map((c) => c.call_id);
+      return { conversationId: message.conversation_id, seen, pending };
     });
     notify(messageId);
-    const pending = calls.filter((c) => c.status === 'pending' && !seen.has(c.call_id)).map((c) => c.call_id);
     return {
       object: 'function_results',
       message_id: messageId,
-      conversation_id: message.conversation_id,
+      conversation_id: conversationId,
       received_call_ids: [...seen],
       pending_call_ids: pending,
       ready: pending.length === 0,
