@@ -106,8 +106,27 @@ describe('documents', () => {
       'conflict',
       'page_id',
     );
+    // 2,000 characters, but more bytes than an index entry holds: refused naming it, not a database error.
+    expectError(
+      await post(key, '/api/v1/documents', {
+        title: 'e',
+        content: 'f',
+        source_id: sourceId,
+        page_id: '😀'.repeat(501),
+      }),
+      422,
+      'validation_error',
+      'page_id',
+    );
+    const ascii = await post(key, '/api/v1/documents', {
+      title: 'g',
+      content: 'h',
+      source_id: sourceId,
+      page_id: `/${'p'.repeat(1999)}`,
+    });
+    expect(ascii.status).toBe(201);
     const source = await t.call({ url: `/api/v1/sources/${sourceId}`, key });
-    expect(source.body.document_count).toBe(1);
+    expect(source.body.document_count).toBe(2);
   });
 
   it('lists newest first, filters by source_id and pages with cursors', async () => {

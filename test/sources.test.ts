@@ -469,6 +469,19 @@ describe('website sync', () => {
     }
   });
 
+  it('a page whose path is too long to store is left out; the rest of the site syncs', async () => {
+    const site = await newSite();
+    const long = `/p?${'q'.repeat(2100)}`;
+    site.html('/', `<body><p>Index.</p><a href="/a">A</a><a href="${long}">Long</a></body>`);
+    site.html('/a', '<body><p>Page A.</p></body>');
+    site.html(long, '<body><p>Page with a long address.</p></body>');
+    const source = await createSource({ name: 'Long paths', source_type: 'website', domain: site.origin });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    expect(await getSource(source.id)).toMatchObject({ sync_status: 'synced', sync_error: null, document_count: 2 });
+    expect(site.fetched(long)).toBe(false);
+  });
+
   it('a crawl stopped by the page cap (200) removes no page it did not reach', async () => {
     const site = await newSite();
     const paths = Array.from({ length: 250 }, (_, i) => `/p${i}`);

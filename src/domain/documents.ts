@@ -17,6 +17,7 @@ import {
   InvalidParametersError,
   MissingParameterError,
   NotFoundError,
+  ValidationError,
 } from './errors.js';
 import { documentRanks } from './knowledge-search.js';
 import { decodeRankCursor, type List, newestFirst, type Page, rankCursor, toList } from './pagination.js';
@@ -92,6 +93,11 @@ export interface PageSyncResult {
 
 /** The longest document body, in characters. */
 export const MAX_CONTENT_LENGTH = 1_000_000;
+/**
+ * The longest page_id, in characters and in UTF-8 bytes: a unique index holds it, and an index
+ * entry has room for about 2,700 bytes. A crawl leaves out pages whose path is longer.
+ */
+export const MAX_PAGE_ID_LENGTH = 2000;
 /** Search reads a body's first characters only (migration 0011): what lies past them is not found. */
 export const INDEXED_CONTENT_LENGTH = 100_000;
 
@@ -238,6 +244,9 @@ export function createDocumentService({ db }: { db: Db }) {
     async create(tenantId: string, input: DocumentInput): Promise<DocumentRecord> {
       if (input.page_id !== undefined && input.source_id === undefined) {
         throw new MissingParameterError('source_id', 'page_id names a page of a source: send source_id with it.');
+      }
+      if (input.page_id !== undefined && Buffer.byteLength(input.page_id) > MAX_PAGE_ID_LENGTH) {
+        throw new ValidationError('page_id', `page_id must not pass ${MAX_PAGE_ID_LENGTH} bytes in UTF-8.`);
       }
       if (input.source_id !== undefined) await checkManualSource(db, tenantId, input.source_id);
       return insertDocument(db, tenantId, input);

@@ -1,7 +1,7 @@
 // Documents (scope `knowledge`): create, list (`q` ranks by full-text search), get, delete, bulk
 // delete (spec: product updates), and translations (spec: Add Translation; one per language).
 import { Type } from '@sinclair/typebox';
-import { MAX_CONTENT_LENGTH } from '../domain/documents.js';
+import { MAX_CONTENT_LENGTH, MAX_PAGE_ID_LENGTH } from '../domain/documents.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -72,7 +72,7 @@ export const documentOperations = [
         content: Content,
         language: Type.Optional(Language),
         source_id: Type.Optional(Uuid),
-        page_id: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+        page_id: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_PAGE_ID_LENGTH })),
       },
       { additionalProperties: false },
     ),
@@ -145,7 +145,7 @@ export const documentOperations = [
       {
         document_ids: Type.Optional(Type.Array(Uuid)),
         source_id: Type.Optional(Uuid),
-        page_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 2000 }))),
+        page_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_PAGE_ID_LENGTH }))),
       },
       { additionalProperties: false },
     ),

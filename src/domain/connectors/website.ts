@@ -12,6 +12,7 @@ import { TextDecoder } from 'node:util';
 import robotsParserModule from 'robots-parser';
 import { OutboundRequestError, type SafeResponse, safeRequest } from '../../lib/ssrf.js';
 import { cutText } from '../../lib/text.js';
+import { MAX_PAGE_ID_LENGTH } from '../documents.js';
 
 // The HTML parser is loaded with the first crawl: a server that never crawls does not hold it.
 let cheerioModule: Promise<typeof import('cheerio')> | undefined;
@@ -91,6 +92,8 @@ export function startUrl(domain: string): URL {
 }
 
 const pageIdOf = (url: URL) => `${url.pathname}${url.search}`;
+/** A page whose path and query (percent-encoded: ASCII) are longer cannot be stored: it is left out. */
+const storablePage = (url: URL) => pageIdOf(url).length <= MAX_PAGE_ID_LENGTH;
 
 /** Byte order marks, as Latin-1 text, and the encodings they mark. */
 const BYTE_ORDER_MARKS = [
@@ -258,7 +261,7 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
   const queue: URL[] = [];
   const queued = new Set<string>();
   const enqueue = (url: URL) => {
-    if (queued.has(url.href) || NOT_A_PAGE.test(url.pathname) || !allowed(url)) return;
+    if (queued.has(url.href) || NOT_A_PAGE.test(url.pathname) || !allowed(url) || !storablePage(url)) return;
     queued.add(url.href);
     queue.push(url);
   };
@@ -318,6 +321,13 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     }
     const finalUrl = response.url;
     if (finalUrl.origin !== origin) return;
+    if (!storablePage(finalUrl)) {
+      if (url.href === start.href) {
+        firstError ??= `${url.href} redirects to a path longer than ${MAX_PAGE_ID_LENGTH} characters`;
+        unreadable.add(pageIdOf(url));
+      }
+      return;
+    }
     const page = await extractPage(decodePage(response.body, type), finalUrl);
     if (followLinks && !page.nofollow) {
       for (const href of page.links) {
