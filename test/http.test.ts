@@ -488,6 +488,16 @@ describe('Idempotency-Key', () => {
     expect(other.status).toBe(201);
   });
 
+  it('a body refused by its schema is not stored: the corrected request runs under the same key', async () => {
+    const { key: k } = await t.tenant(['apps:write']);
+    const headers = { 'idempotency-key': 'fix-and-retry' };
+    const refused = await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: '' }, headers });
+    expectError(refused, 422, 'validation_error', 'name');
+    const fixed = await t.call({ method: 'POST', url: '/api/v1/apps', key: k, body: { name: 'fixed' }, headers });
+    expect(fixed.status).toBe(201);
+    expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+  });
+
   it('a key over 255 characters answers 422 naming the header', async () => {
     expectError(
       await t.call({
