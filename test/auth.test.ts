@@ -282,29 +282,20 @@ describe('control plane', () => {
       'validation_error',
       'scopes[1]',
     );
-    expectError(
-      await t.call({
-        method: 'POST',
-        url: '/admin/v1/tenants/acme/api-keys',
-        headers: admin,
-        body: { name: 'k', scopes: ['apps:read'], expires_at: '2000-01-01T00:00:00.000Z' },
-      }),
-      422,
-      'validation_error',
-      'expires_at',
-    );
-    // A leap second passes the date-time format, but no clock here holds it.
-    expectError(
-      await t.call({
-        method: 'POST',
-        url: '/admin/v1/tenants/acme/api-keys',
-        headers: admin,
-        body: { name: 'k', scopes: ['apps:read'], expires_at: '2030-06-30T23:59:60Z' },
-      }),
-      422,
-      'validation_error',
-      'expires_at',
-    );
+    // In the past; on a leap second, which passes the date-time format but no clock here holds.
+    for (const expires_at of ['2000-01-01T00:00:00.000Z', '2030-06-30T23:59:60Z']) {
+      expectError(
+        await t.call({
+          method: 'POST',
+          url: '/admin/v1/tenants/acme/api-keys',
+          headers: admin,
+          body: { name: 'k', scopes: ['apps:read'], expires_at },
+        }),
+        422,
+        'validation_error',
+        'expires_at',
+      );
+    }
   });
 
   it('creates a key with its fields and the secret once; unknown tenant or key → 404', async () => {
