@@ -596,6 +596,25 @@ describe('failed runs and refusals', () => {
     expectError(await get(key, '/api/v1/simulation/runs/nope/results'), 404, 'not_found');
     expect((await get(key, `/api/v1/simulation/datasets/${ds}/runs`)).body.data).toEqual([]);
   });
+
+  it('an order cursor past the 32-bit range of a position is 422 validation_error naming cursor, on cases and results', async () => {
+    const { key } = await seed();
+    const ds = await newDataset(key);
+    await addCase(key, ds, { question: 'Meaning of life?', expected_type: 'no_answer' });
+    const run = await playRun(key, ds);
+    const id = '0190a0a0-0000-7000-8000-000000000000';
+    const cursor = (position: string) => Buffer.from(`${position}:${id}`, 'utf8').toString('base64url');
+    for (const url of [`/api/v1/simulation/datasets/${ds}/test-cases`, `/api/v1/simulation/runs/${run.id}/results`]) {
+      for (const position of ['2147483648', '-2147483649', '9999999999']) {
+        expectError(await get(key, `${url}?cursor=${cursor(position)}`), 422, 'validation_error', 'cursor');
+      }
+      // The range's ends are positions a cursor may carry: an empty page, not an error.
+      for (const position of ['2147483647', '-2147483648']) {
+        const page = await get(key, `${url}?cursor=${cursor(position)}`);
+        expect(page.status).toBe(200);
+      }
+    }
+  });
 });
 
 describe('the LLM judge', () => {

@@ -102,13 +102,17 @@ export function encodeOrderCursor(position: number, id: string): string {
   return Buffer.from(`${position}:${id}`, 'utf8').toString('base64url');
 }
 
+/** Positions are PostgreSQL `integer`s: a cursor past that range could never have been issued. */
+const INT4 = { min: -(2 ** 31), max: 2 ** 31 - 1 };
+
 export function decodeOrderCursor(cursor: string | undefined): { position: number; id: string } | undefined {
   if (cursor === undefined) return undefined;
   const [position, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  if (!position || !/^-?\d{1,10}$/.test(position) || !id || !isUuid(id)) {
+  const value = Number(position);
+  if (!position || !/^-?\d{1,10}$/.test(position) || value < INT4.min || value > INT4.max || !id || !isUuid(id)) {
     throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
   }
-  return { position: Number(position), id };
+  return { position: value, id };
 }
 
 /**
