@@ -112,6 +112,33 @@ async function playRun(key: string, datasetId: string, body: Record<string, unkn
   return (await app.call({ url: `/api/v1/simulation/runs/${started.body.id}`, key })).body;
 }
 
+/**
+ * A webhook endpoint of the tenant subscribed to `simulation.run.completed`, and a reader of the
+ * runs those events reported. Reading drops the deliveries' queued jobs, so no test ever sends one.
+ */
+async function subscribeToRuns(key: string, tenantId: string) {
+  const endpoint = await post(key, '/api/v1/webhook-endpoints', {
+    url: 'https://93.184.215.14/runs',
+    events: ['simulation.run.completed'],
+  });
+  expect(endpoint.status).toBe(201);
+  return async () => {
+    const events = await t.database.db
+      .selectFrom('webhook_events')
+      .select('payload')
+      .where('tenant_id', '=', tenantId)
+      .where('type', '=', 'simulation.run.completed')
+      .execute();
+    await t.database.db
+      .deleteFrom('jobs')
+      .where('tenant_id', '=', tenantId)
+      .where('kind', '=', 'webhook.deliver')
+      .where('status', '=', 'queued')
+      .execute();
+    return events.map((e) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).data.run);
+  };
+}
+
 describe('a run of every expected type', () => {
   it('passes and fails exactly the cases it should: 8 cases, 4 passed, 4 failed, success_rate 0.5', async () => {
     const { key, billing, front } = await seed();
@@ -548,8 +575,9 @@ describe('failed runs and refusals', () => {
     expect(failed.body.completed_at).not.toBeNull();
   });
 
-  it('a run whose job failed for good reads as failed with the job error', async () => {
-    const { key, front } = await seed();
+  it('a run whose job failed for good reads as failed with the job error, and is reported once', async () => {
+    const { tenantId, key, front } = await seed();
+    const reported = await subscribeToRuns(key, tenantId);
     const ds = await newDataset(key, front.id);
     await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
     const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
@@ -565,8 +593,43 @@ describe('failed runs and refusals', () => {
       .execute();
     const failed = await get(key, `/api/v1/simulation/runs/${run.body.id}`);
     expect(failed.body).toMatchObject({ status: 'failed', error_message: 'the job was interrupted on every attempt' });
+    expect((await get(key, `/api/v1/simulation/datasets/${ds}/runs`)).body.data[0]).toMatchObject({ status: 'failed' });
+    expect(await reported()).toEqual([failed.body]);
     await t.jobs.runUntilIdle();
     expect((await get(key, `/api/v1/simulation/runs/${run.body.id}`)).body.status).toBe('failed');
+    expect(await reported()).toEqual([failed.body]);
+  });
+
+  it('a run whose worker died on every attempt is failed by the queue and sends simulation.run.completed once', async () => {
+    const { tenantId, key, front } = await seed();
+    const reported = await subscribeToRuns(key, tenantId);
+    const ds = await newDataset(key, front.id);
+    await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
+    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    // Its last attempt's worker died: the lease lapsed with the attempts used up.
+    await sql`
+      update jobs set status = 'running', attempts = max_attempts, locked_until = now() - interval '1 second'
+      where tenant_id = ${tenantId} and kind = ${SIMULATION_RUN_JOB}`.execute(t.database.db);
+    const claimed = await t.jobs.claim();
+    expect(claimed?.job.payload).toEqual({ run_id: run.body.id });
+    if (!claimed) throw new Error('nothing claimed');
+    await t.jobs.run(claimed);
+    const job = await t.database.db
+      .selectFrom('jobs')
+      .select('status')
+      .where('tenant_id', '=', tenantId)
+      .where('kind', '=', SIMULATION_RUN_JOB)
+      .executeTakeFirstOrThrow();
+    expect(job.status).toBe('failed');
+    const failed = await get(key, `/api/v1/simulation/runs/${run.body.id}`);
+    expect(failed.body).toMatchObject({
+      status: 'failed',
+      error_message: 'the job was interrupted on every attempt (its worker stopped responding)',
+      passed_tests: 0,
+      failed_tests: 0,
+    });
+    expect((await get(key, `/api/v1/simulation/datasets/${ds}/runs`)).body.data[0]).toEqual(failed.body);
+    expect(await reported()).toEqual([failed.body]);
   });
 
   it('refuses: unknown agent_id (422 invalid_parameters), empty dataset (409), unknown dataset and run (404)', async () => {

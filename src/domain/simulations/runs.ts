@@ -13,9 +13,10 @@
 //   without a verdict. A case interrupted mid-play is played again from its start; the
 //   unfinished conversation it left is deleted first, so each case keeps one conversation and
 //   one result.
-// - A job that fails for good (its attempts used up) leaves the run `failed` with the job's
-//   error; reads reconcile a run whose job failed without the handler noticing (a worker that
-//   died on its last attempt).
+// - A job that fails for good (its attempts used up, or its worker died on every attempt) leaves
+//   the run `failed` with the job's error, by the queue's `onFailed`; reads reconcile a run whose
+//   job failed without that hook running. Both end the run through `settle`, which sends
+//   `simulation.run.completed` in the transaction that ends it, so the event is sent once.
 import { sql } from 'kysely';
 import type { AgentEngine } from '../../agent/engine.js';
 import type { Db } from '../../db/client.js';
@@ -167,21 +168,25 @@ export interface RunnerDeps {
 export function createRunService(deps: RunnerDeps) {
   const { db, jobs, agents, store, engine, declined, judge } = deps;
 
-  /** A run whose job failed for good is `failed` with the job's error (see the module comment). */
-  async function reconcile(tenantId: string, runIds: { runId?: string; datasetId?: string }) {
-    await sql`
-      update simulation_runs r set
-        status = 'failed',
-        error_message = coalesce(j.last_error, 'The run stopped: its job failed.'),
-        completed_at = coalesce(j.finished_at, now())
-      from jobs j
-      where j.id = r.job_id
-        and r.tenant_id = ${tenantId}
-        and r.status in ('queued', 'running')
-        and j.status = 'failed'
-        ${runIds.runId ? sql`and r.id = ${runIds.runId}` : sql``}
-        ${runIds.datasetId ? sql`and r.dataset_id = ${runIds.datasetId}` : sql``}
-    `.execute(db);
+  /**
+   * A run whose job failed for good but is still open (the job failed on another queue, or its
+   * process stopped before `onFailed` ran) is failed now, through `settle`, so its event is sent
+   * once whichever path ends it (see the module comment).
+   */
+  async function reconcile(tenantId: string, scope: { runId?: string; datasetId?: string }) {
+    let query = db
+      .selectFrom('simulation_runs as r')
+      .innerJoin('jobs as j', 'j.id', 'r.job_id')
+      .select(['r.id', 'j.last_error', 'j.finished_at'])
+      .where('r.tenant_id', '=', tenantId)
+      .where('r.status', 'in', ['queued', 'running'])
+      .where('j.status', '=', 'failed');
+    if (scope.runId) query = query.where('r.id', '=', scope.runId);
+    if (scope.datasetId) query = query.where('r.dataset_id', '=', scope.datasetId);
+    for (const row of await query.execute()) {
+      const message = row.last_error ?? 'The run stopped: its job failed.';
+      await markFailed(tenantId, row.id, message, row.finished_at ?? undefined);
+    }
   }
 
   async function getRun(tenantId: string, runId: string): Promise<RunRecord> {
@@ -205,11 +210,12 @@ export function createRunService(deps: RunnerDeps) {
     runId: string,
     end: { status: 'completed' } | { status: 'failed'; error_message: string },
     from: ('queued' | 'running')[],
+    completedAt: Date = new Date(),
   ) {
     await db.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable('simulation_runs')
-        .set({ ...end, completed_at: new Date() })
+        .set({ ...end, completed_at: completedAt })
         .where('tenant_id', '=', tenantId)
         .where('id', '=', runId)
         .where('status', 'in', from)
@@ -221,8 +227,9 @@ export function createRunService(deps: RunnerDeps) {
     });
   }
 
-  async function markFailed(tenantId: string, runId: string, message: string) {
-    await settle(tenantId, runId, { status: 'failed', error_message: message }, ['queued', 'running']);
+  /** Fails an open run; `at` is when it ended (its job's end, when that was earlier than now). */
+  async function markFailed(tenantId: string, runId: string, message: string, at: Date = new Date()) {
+    await settle(tenantId, runId, { status: 'failed', error_message: message }, ['queued', 'running'], at);
   }
 
   // ---- playing one case ------------------------------------------------------------------
@@ -481,31 +488,28 @@ export function createRunService(deps: RunnerDeps) {
         await ctx.heartbeat();
       }
     };
-    try {
-      const settled = await Promise.allSettled(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
-      const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-      if (failure) throw failure.reason;
-      if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('the run was interrupted');
-      const left = await db
-        .selectFrom('simulation_results')
-        .select(['status', 'attempt'])
-        .where('tenant_id', '=', tenantId)
-        .where('run_id', '=', runId)
-        .where('status', 'in', ['pending', 'running'])
-        .execute();
-      // Another worker took the run over (this one lost its lease): it finishes the run.
-      if (left.some((r) => (r.attempt ?? 0) > attempt)) return;
-      if (left.length > 0) throw new Error(`${left.length} test cases are left without a verdict`);
-      await settle(tenantId, runId, { status: 'completed' }, ['running']);
-    } catch (error) {
-      if (job.attempts >= job.maxAttempts && !ctx.signal.aborted) {
-        await markFailed(tenantId, runId, error instanceof Error ? error.message : String(error));
-      }
-      throw error;
-    }
+    const settled = await Promise.allSettled(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failure) throw failure.reason;
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('the run was interrupted');
+    const left = await db
+      .selectFrom('simulation_results')
+      .select(['status', 'attempt'])
+      .where('tenant_id', '=', tenantId)
+      .where('run_id', '=', runId)
+      .where('status', 'in', ['pending', 'running'])
+      .execute();
+    // Another worker took the run over (this one lost its lease): it finishes the run.
+    if (left.some((r) => (r.attempt ?? 0) > attempt)) return;
+    if (left.length > 0) throw new Error(`${left.length} test cases are left without a verdict`);
+    await settle(tenantId, runId, { status: 'completed' }, ['running']);
   }
 
-  jobs.register(SIMULATION_RUN_JOB, runJob);
+  jobs.register(SIMULATION_RUN_JOB, runJob, {
+    // Its last attempt threw, or its worker died on every attempt (then no handler saw the end):
+    // the run is failed with the job's error and reported, like any run that ends.
+    onFailed: (job, error) => markFailed(job.tenantId, String(job.payload.run_id ?? ''), error),
+  });
 
   return {
     runJob,
