@@ -147,8 +147,14 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     retry: { baseMs: config.webhookRetryBaseMs, maxMs: config.webhookRetryMaxMs },
     log: app.log,
   });
-  app.addHook('onClose', async () => jobs.stop());
   const services = createServices({ db, config, jobs, secrets });
+  // Jobs stop first: running ones get their grace period (JOB_STOP_GRACE_MS), then are stopped and
+  // queued again. Only then are the simulations closed: closed earlier, every case a run still
+  // played in the grace period would fail on its stopped engine and be recorded as failed.
+  app.addHook('onClose', async () => {
+    await jobs.stop();
+    await services.simulations.close();
+  });
   const logError = (error: unknown) => app.log.error({ err: summarize(error) }, 'background write failed');
   const authenticator = createAuthenticator({
     tenants: services.tenants,
@@ -156,10 +162,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     onError: logError,
   });
   app.addHook('onClose', async () => authenticator.close());
-  // Turns waiting on client results end FAILED and model calls stop, so close never hangs on them.
-  app.addHook('preClose', async () => {
-    await Promise.all([services.agent.close(), services.simulations.close()]);
-  });
+  // Customers' turns waiting on client results end FAILED and model calls stop, so close never
+  // hangs on them (run jobs stop their own turns when the queue stops them, see above).
+  app.addHook('preClose', async () => services.agent.close());
 
   await registerOpenApi(app);
   registerRateLimit(app, {

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
 import { createJobQueue } from '../src/jobs/queue.js';
+import { buildApp } from '../src/server.js';
 import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
@@ -676,6 +677,181 @@ describe('failed runs and refusals', () => {
         const page = await get(key, `${url}?cursor=${cursor(position)}`);
         expect(page.status).toBe(200);
       }
+    }
+  });
+});
+
+describe('stopping the server mid-run', () => {
+  let server: Server;
+  let a: TestApp;
+  const held: NodeJS.Timeout[] = [];
+  /** A question marker, and what learns when its first request arrived (it is held). */
+  const holds = new Map<string, () => void>();
+  const arrivalOf = (marker: string) =>
+    new Promise<void>((resolve) => {
+      holds.set(marker, resolve);
+    });
+
+  beforeAll(async () => {
+    // The agent answers every question at once except the first one with a marker awaited by
+    // `arrivalOf`, held for 3 s: the test stops while that case plays. The judge passes answers
+    // about 14 days.
+    server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (chunk) => {
+        raw += chunk;
+      });
+      req.on('end', () => {
+        const body = JSON.parse(raw) as { messages: { content: string | null }[] };
+        const system = body.messages[0]?.content ?? '';
+        const last = body.messages[body.messages.length - 1]?.content ?? '';
+        const content = system.startsWith('You grade')
+          ? `Verdict: ${JSON.stringify({ pass: /14 days/.test(last.split('ACTUAL:\n')[1] ?? ''), score: 1, rationale: 'Same.' })}`
+          : 'Refunds take 14 days.';
+        const answer = () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
+        };
+        const marker = [...holds.keys()].find((m) => last.includes(m));
+        const arrived = marker === undefined || system.startsWith('You grade') ? undefined : holds.get(marker);
+        if (marker && arrived) {
+          holds.delete(marker);
+          held.push(setTimeout(answer, 3000));
+          arrived();
+        } else answer();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    a = await startTestApp(
+      {
+        LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        LLM_MODEL: 'm',
+        SIMULATION_CONCURRENCY: '1',
+        JOB_STOP_GRACE_MS: '300',
+        JOB_POLL_MS: '20',
+      },
+      { startJobs: true },
+    );
+  });
+  afterAll(async () => {
+    for (const timer of held) clearTimeout(timer);
+    await a?.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('a run stopped with the server keeps its unplayed cases without verdict, and the next server finishes it', async () => {
+    const { key } = await a.tenant();
+    const ds = await newDataset(key, undefined, a);
+    const questions = ['Refunds 1?', 'Refunds 2?', 'Refunds 3 (slow)?', 'Refunds 4?', 'Refunds 5?', 'Refunds 6?'];
+    for (const question of questions) {
+      await addCase(key, ds, { question, expected_type: 'answer', expected_answer: 'Refunds take 14 days.' }, a);
+    }
+    const slowCase = arrivalOf('(slow)');
+    const run = await a.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key });
+    expect(run.status).toBe(201);
+    await slowCase;
+    // The server stops while the third case waits for the model: past the grace period the queue
+    // stops the job, which cuts the turn short and puts the case back.
+    await a.app.close();
+    const db = a.database.db;
+    const results = () =>
+      db
+        .selectFrom('simulation_results')
+        .select(['position', 'status', 'attempt', 'conversation_id'])
+        .where('run_id', '=', run.body.id)
+        .orderBy('position')
+        .execute();
+    expect((await results()).map((r) => r.status)).toEqual([
+      'passed',
+      'passed',
+      'pending',
+      'pending',
+      'pending',
+      'pending',
+    ]);
+    const stopped = await db
+      .selectFrom('simulation_runs')
+      .select(['status', 'passed_tests', 'failed_tests', 'completed_at'])
+      .where('id', '=', run.body.id)
+      .executeTakeFirstOrThrow();
+    expect(stopped).toEqual({ status: 'running', passed_tests: 2, failed_tests: 0, completed_at: null });
+    // The stop is not the job's failure: queued again, due now, its attempt not counted.
+    const job = await db
+      .selectFrom('jobs')
+      .select(['status', 'attempts', sql<boolean>`run_at <= now()`.as('due')])
+      .where('payload', '@>', sql<never>`${JSON.stringify({ run_id: run.body.id })}::jsonb`)
+      .executeTakeFirstOrThrow();
+    expect(job).toEqual({ status: 'queued', attempts: 0, due: true });
+    // The half-played case left no conversation behind.
+    const marked = await db
+      .selectFrom('simulation_conversations')
+      .select('conversation_id')
+      .where('run_id', '=', run.body.id)
+      .execute();
+    expect(marked).toEqual([]);
+
+    // The restarted server, on the same database, plays the cases left and completes the run.
+    const next = await buildApp({ config: a.config, db });
+    try {
+      await next.jobs.runUntilIdle();
+      const read = async (url: string) =>
+        JSON.parse((await next.app.inject({ url, headers: { 'x-api-key': key } })).body);
+      expect(await read(`/api/v1/simulation/runs/${run.body.id}`)).toMatchObject({
+        status: 'completed',
+        total_tests: 6,
+        passed_tests: 6,
+        failed_tests: 0,
+      });
+      const list = await read(`/api/v1/simulation/runs/${run.body.id}/results`);
+      expect(list.data.map((r: Result) => [r.question, r.passed, r.outcome.turns])).toEqual(
+        questions.map((q) => [q, true, 1]),
+      );
+    } finally {
+      await next.app.close();
+    }
+  });
+
+  it('simulations closed while a run plays leave the cut-short case without verdict, and the job retries', async () => {
+    const c = await startTestApp({
+      LLM_BASE_URL: a.config.llmBaseUrl ?? '',
+      LLM_MODEL: 'm',
+      SIMULATION_CONCURRENCY: '1',
+    });
+    try {
+      const { key } = await c.tenant();
+      const ds = await newDataset(key, undefined, c);
+      for (const question of ['Refunds 1?', 'Refunds 2 (closing)?', 'Refunds 3?']) {
+        await addCase(key, ds, { question, expected_type: 'answer', expected_answer: 'Refunds take 14 days.' }, c);
+      }
+      const closing = arrivalOf('(closing)');
+      const run = await c.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key });
+      const played = c.jobs.runUntilIdle();
+      await closing;
+      await c.services.simulations.close();
+      await played;
+      const rows = await c.database.db
+        .selectFrom('simulation_results')
+        .select('status')
+        .where('run_id', '=', run.body.id)
+        .orderBy('position')
+        .execute();
+      expect(rows.map((r) => r.status)).toEqual(['passed', 'pending', 'pending']);
+      expect((await c.call({ url: `/api/v1/simulation/runs/${run.body.id}`, key })).body).toMatchObject({
+        status: 'running',
+        passed_tests: 1,
+        failed_tests: 0,
+      });
+      // Not stopped by the queue, so an ordinary failed attempt: retried later, by any server.
+      const job = await c.database.db
+        .selectFrom('jobs')
+        .select(['status', 'attempts'])
+        .where('payload', '@>', sql<never>`${JSON.stringify({ run_id: run.body.id })}::jsonb`)
+        .executeTakeFirstOrThrow();
+      expect(job).toEqual({ status: 'queued', attempts: 1 });
+    } finally {
+      await c.close();
     }
   });
 });

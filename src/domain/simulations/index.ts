@@ -42,7 +42,7 @@ export function createSimulationService(deps: SimulationDeps) {
   const { db, config } = deps;
   const store = createDatasetStore({ db });
   const declined = createDeclinedTracker();
-  const engine = createAgentEngine({
+  const engineDeps: AgentEngineDeps = {
     db,
     provider: createProvider(config),
     agents: deps.agents,
@@ -51,7 +51,7 @@ export function createSimulationService(deps: SimulationDeps) {
     recordGap: async (_tenantId, gap) => declined.record(gap.message_id),
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
     ...(deps.minRank !== undefined ? { minRank: deps.minRank } : {}),
-  });
+  };
   const judge =
     config.llmBaseUrl && config.llmModel
       ? createLlmJudge({
@@ -66,7 +66,8 @@ export function createSimulationService(deps: SimulationDeps) {
     jobs: deps.jobs,
     agents: deps.agents,
     store,
-    engine,
+    // One engine per run job: closing it stops that job's turns only (see ./runs.ts).
+    newEngine: () => createAgentEngine(engineDeps),
     declined,
     judge,
     concurrency: config.simulationConcurrency,
@@ -103,8 +104,8 @@ export function createSimulationService(deps: SimulationDeps) {
     listResults: runs.listResults,
     /** The run job's handler, for a queue other than the app's (tests, tools). */
     runJob: runs.runJob,
-    /** Stops the simulations' engine (waiting turns end). */
-    close: () => engine.close(),
+    /** Stops the run jobs playing in this process: their turns end, their cases play later. */
+    close: runs.close,
   };
 }
 

@@ -13,6 +13,11 @@
 //   without a verdict. A case interrupted mid-play is played again from its start; the
 //   unfinished conversation it left is deleted first, so each case keeps one conversation and
 //   one result.
+// - Each run job plays with a turn engine of its own, closed when the queue stops the job (the
+//   server is stopping and the grace period is over, or the lease passed on): the turns it was
+//   playing end at once. A case whose turn the stop cut short is no verdict: it goes back to
+//   `pending` (its conversation deleted), and the job throws, so the queue queues it again and
+//   the remaining cases play on the next claim, here after a restart or on another server.
 // - A job that fails for good (its attempts used up, or its worker died on every attempt) leaves
 //   the run `failed` with the job's error, by the queue's `onFailed`; reads reconcile a run whose
 //   job failed without that hook running. Both end the run through `settle`, which sends
@@ -155,8 +160,8 @@ export interface RunnerDeps {
   jobs: JobQueue;
   agents: AgentService;
   store: DatasetStore;
-  /** The turn engine the cases are played with (see ./index.ts). */
-  engine: AgentEngine;
+  /** Makes the turn engine a run job plays its cases with, one per job (see ./index.ts). */
+  newEngine: () => AgentEngine;
   declined: DeclinedTracker;
   /** The LLM judge, when a language model is configured. */
   judge?: Judge | undefined;
@@ -166,7 +171,10 @@ export interface RunnerDeps {
 }
 
 export function createRunService(deps: RunnerDeps) {
-  const { db, jobs, agents, store, engine, declined, judge } = deps;
+  const { db, jobs, agents, store, declined, judge } = deps;
+  /** The engines of the jobs running in this process, and whether `close()` stopped them for good. */
+  const engines = new Set<AgentEngine>();
+  let closed = false;
 
   /**
    * A run whose job failed for good but is still open (the job failed on another queue, or its
@@ -250,6 +258,7 @@ export function createRunService(deps: RunnerDeps) {
    * agent as client functions for the turn, so a case can exercise an application's functions.
    */
   async function playCase(
+    engine: AgentEngine,
     tenantId: string,
     runId: string,
     resultId: string,
@@ -439,7 +448,47 @@ export function createRunService(deps: RunnerDeps) {
     });
   }
 
+  /**
+   * Puts back a case whose turn the job's stop cut short: `pending` again, as if never claimed,
+   * and its unfinished conversation deleted. Nothing changes if the row left this attempt.
+   */
+  async function putBack(tenantId: string, resultId: string, attempt: number, conversationId: string | undefined) {
+    await db.transaction().execute(async (trx) => {
+      if (conversationId) {
+        await trx
+          .deleteFrom('conversations')
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', conversationId)
+          .execute();
+      }
+      await trx
+        .updateTable('simulation_results')
+        .set({ status: 'pending', attempt: null, conversation_id: null, started_at: null })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', resultId)
+        .where('status', '=', 'running')
+        .where('attempt', '=', attempt)
+        .execute();
+    });
+  }
+
+  /** The run job: plays the run's cases with an engine of its own, closed when the job stops. */
   async function runJob(job: Job, ctx: JobContext): Promise<void> {
+    if (closed) throw new Error('The simulations were shut down in this process; the run plays on its next claim.');
+    const engine = deps.newEngine();
+    engines.add(engine);
+    const stopTurns = () => void engine.close();
+    ctx.signal.addEventListener('abort', stopTurns, { once: true });
+    try {
+      await playRun(job, ctx, engine);
+    } finally {
+      ctx.signal.removeEventListener('abort', stopTurns);
+      engines.delete(engine);
+      await engine.close();
+    }
+  }
+
+  async function playRun(job: Job, ctx: JobContext, engine: AgentEngine): Promise<void> {
     const tenantId = job.tenantId;
     const runId = String(job.payload.run_id ?? '');
     const run = await db
@@ -464,12 +513,14 @@ export function createRunService(deps: RunnerDeps) {
       .execute();
 
     const attempt = job.attempts;
+    // The queue stopped the job, or `close()` stopped this process' simulations.
+    const stopped = () => ctx.signal.aborted || closed;
     const worker = async () => {
       for (;;) {
         // Yielding between cases lets HTTP requests (reading this run, among others) be served
         // even when a case's work never has to wait for I/O.
         await new Promise((resolve) => setImmediate(resolve));
-        if (ctx.signal.aborted) return;
+        if (stopped()) return;
         const claimed = await claimCase(tenantId, runId, attempt);
         if (!claimed) return;
         // Left by a worker that died mid-case: its unfinished conversation goes, the case is replayed.
@@ -481,7 +532,21 @@ export function createRunService(deps: RunnerDeps) {
             .execute();
         }
         const testCase = claimed.test_case;
-        const { outcome, conversationId } = await playCase(tenantId, runId, claimed.id, attempt, agent.id, testCase);
+        const { outcome, conversationId } = await playCase(
+          engine,
+          tenantId,
+          runId,
+          claimed.id,
+          attempt,
+          agent.id,
+          testCase,
+        );
+        // A turn that did not complete once the job was stopped was most likely cut short by the
+        // stop (its provider call aborted): the agent's failure is not the case's verdict.
+        if (outcome.turn_status !== 'COMPLETED' && stopped()) {
+          await putBack(tenantId, claimed.id, attempt, conversationId);
+          return;
+        }
         const verdict = await judgeCase(testCase, outcome);
         await record(tenantId, runId, claimed.id, attempt, outcome, verdict, conversationId);
         // Renews the lease now; the queue aborts `ctx.signal` if it passed to another worker.
@@ -492,6 +557,7 @@ export function createRunService(deps: RunnerDeps) {
     const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failure) throw failure.reason;
     if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('the run was interrupted');
+    if (closed) throw new Error('The simulations were shut down mid-run; the cases left play on its next claim.');
     const left = await db
       .selectFrom('simulation_results')
       .select(['status', 'attempt'])
@@ -514,6 +580,16 @@ export function createRunService(deps: RunnerDeps) {
   return {
     runJob,
     getRun,
+
+    /**
+     * Stops every run job of this process at once and for good: their turns end, the cases they
+     * cut short go back to `pending`, and the jobs throw (retried by the queue). The server closes
+     * it after the queue stopped, when no run job is left (src/server.ts).
+     */
+    async close(): Promise<void> {
+      closed = true;
+      await Promise.all([...engines].map((engine) => engine.close()));
+    },
 
     async createRun(tenantId: string, datasetId: string, input: { agent_id?: string | undefined }): Promise<RunRecord> {
       const dataset = await store.requireDataset(tenantId, datasetId);
