@@ -109,4 +109,48 @@ describe('apps', () => {
       );
     }
   });
+
+  it('a path cannot be a file and hold files at once: 422 naming the path of the commit, nothing written', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'tree' } });
+    expect((await commit('tree', { message: 'file', files: [{ path: 'x.txt', content: 'x' }] })).status).toBe(200);
+    const under = await commit('tree', {
+      message: 'under a file',
+      files: [
+        { path: 'ok.txt', content: 'ok' },
+        { path: 'x.txt/inner', content: 'i' },
+      ],
+    });
+    expectError(under, 422, 'invalid_parameters', 'files[1].path');
+    expect(under.body.error.message).toContain("'x.txt' would be a file and hold 'x.txt/inner'");
+    // Both in one commit; a file over an existing directory.
+    const both = await commit('tree', {
+      message: 'both',
+      files: [
+        { path: 'a/b', content: 'b' },
+        { path: 'a', content: 'a' },
+      ],
+    });
+    expectError(both, 422, 'invalid_parameters');
+    expect((await commit('tree', { message: 'dir', files: [{ path: 'd/e.txt', content: 'e' }] })).status).toBe(200);
+    expectError(
+      await commit('tree', { message: 'over', files: [{ path: 'd', content: 'd' }] }),
+      422,
+      'invalid_parameters',
+      'files[0].path',
+    );
+    const files = await t.call({ url: '/api/v1/apps/tree/files', key });
+    expect(files.body.data.map((f: { path: string }) => f.path)).toEqual(['d/e.txt', 'x.txt']);
+    // Deleting the file and writing under its name in one commit is a move: allowed. So is a
+    // name that only starts like the file (`x.txt2`), and a modified file is no new clash.
+    const moved = await commit('tree', {
+      message: 'move',
+      files: [
+        { path: 'x.txt', content: null },
+        { path: 'x.txt/inner', content: 'i' },
+        { path: 'd.txt', content: 'not under d' },
+      ],
+    });
+    expect(moved.status).toBe(200);
+    expect((await commit('tree', { message: 'edit', files: [{ path: 'd/e.txt', content: 'e2' }] })).status).toBe(200);
+  });
 });

@@ -1,9 +1,9 @@
 // Apps and their files: a commit applies file changes atomically (spec: Commit App Files).
 // `content: null` deletes a path; content equal to what is stored is no change and is not listed.
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
-import type { CommitFileChange } from '../db/schema.js';
+import type { CommitFileChange, Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from './errors.js';
@@ -71,6 +71,43 @@ function decodePathCursor(cursor: string | undefined): string | undefined {
     throw refused;
   }
   return path;
+}
+
+/**
+ * A path cannot be a file and hold files at once (`x.txt` and `x.txt/inner`): no file tree, and
+ * no git tree, can hold both. Checked after the commit's changes, within its transaction, for
+ * the paths it added (a changed file's path clashes with nothing new); a clash names the path of
+ * this commit involved.
+ */
+async function refuseFileUnderFile(
+  trx: Transaction<Database>,
+  tenantId: string,
+  appId: string,
+  written: string[],
+  indexOf: Map<string, number>,
+): Promise<void> {
+  if (written.length === 0) return;
+  const clash = await trx
+    .selectFrom('app_files as a')
+    .innerJoin('app_files as b', (join) =>
+      join
+        .onRef('b.tenant_id', '=', 'a.tenant_id')
+        .onRef('b.app_id', '=', 'a.app_id')
+        .on(sql<boolean>`starts_with(b.path, a.path || '/')`),
+    )
+    .select(['a.path as file', 'b.path as inner'])
+    .where('a.tenant_id', '=', tenantId)
+    .where('a.app_id', '=', appId)
+    .where((eb) => eb.or([eb('a.path', 'in', written), eb('b.path', 'in', written)]))
+    .limit(1)
+    .executeTakeFirst();
+  if (!clash) return;
+  const ours = indexOf.has(clash.inner) ? clash.inner : clash.file;
+  const param = `files[${indexOf.get(ours)}].path`;
+  throw new InvalidParametersError(
+    param,
+    `'${clash.file}' would be a file and hold '${clash.inner}' at once; delete one of them in the same commit.`,
+  );
 }
 
 type AppRow = {
@@ -248,6 +285,8 @@ export function createAppService({ db }: { db: Db }) {
             .where('path', 'in', deletions)
             .execute();
         }
+        const added = changes.filter((c) => c.change === 'added').map((c) => c.path);
+        await refuseFileUnderFile(trx, tenantId, app.id, added, seen);
         const commit = await trx
           .insertInto('app_commits')
           .values({
