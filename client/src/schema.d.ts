@@ -302,7 +302,7 @@ export interface paths {
         put?: never;
         /**
          * Commit files to an app
-         * @description Applies 1 to 200 file changes to an app in one atomic commit: a string `content` adds or replaces the file at `path`, `null` deletes it. Returns the commit with each effective change (added, modified, deleted).
+         * @description Applies 1 to 200 file changes to an app in one atomic commit: a string `content` adds or replaces the file at `path`, `null` deletes it. A path cannot be a file and hold files at once (`x.txt` and `x.txt/inner`). Returns the commit with each effective change (added, modified, deleted).
          *
          *     Requires scope `apps:write`.
          */
