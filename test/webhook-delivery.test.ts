@@ -885,6 +885,8 @@ describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
     await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Cy');
 
     // A server with another key cannot open them: the attempt fails, with its reason, unsent.
+    // Rotated there, the new secret signs alone at once: the previous one, sealed under the first
+    // key, does not open and is left out.
     const other = await buildApp({
       config: { ...sealed.config, secretsKey: randomBytes(32) },
       db: sealed.database.db,
@@ -894,17 +896,28 @@ describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
     try {
       await createUser(tenantId, key, 'Di', sealed);
       await other.jobs.runUntilIdle();
+      expect(forTenant(tenantId)).toHaveLength(before);
+      const [failed] = await deliveries(key, endpoint.id, sealed);
+      expect(failed).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        last_status_code: null,
+        last_error:
+          'Not sent: the sealed secret does not open with SECRETS_KEY (another key sealed it, or it was altered).',
+      });
+      const rotated = await other.app.inject({
+        method: 'POST',
+        url: `/api/v1/webhook-endpoints/${endpoint.id}/rotate-secret`,
+        headers: { 'x-api-key': key },
+      });
+      const renewed = JSON.parse(rotated.body).secret as string;
+      await createUser(tenantId, key, 'Ed', sealed);
+      await drain(tenantId, other.jobs, 15_000, sealed.database.db);
+      const got = forTenant(tenantId).at(-1) as Received;
+      expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(1);
+      expect(verify(renewed, got)).toMatchObject({ type: 'user.created' });
     } finally {
       await other.app.close();
     }
-    expect(forTenant(tenantId)).toHaveLength(before);
-    const [failed] = await deliveries(key, endpoint.id, sealed);
-    expect(failed).toMatchObject({
-      status: 'pending',
-      attempts: 1,
-      last_status_code: null,
-      last_error:
-        'Not sent: the sealed secret does not open with SECRETS_KEY (another key sealed it, or it was altered).',
-    });
   });
 });

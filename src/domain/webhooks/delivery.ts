@@ -159,14 +159,19 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
     if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > attemptedAt) {
       stored.push(row.previous_secret);
     }
-    let signing: string[];
-    try {
-      signing = stored.map((secret) => secrets.open(secret, row.endpoint_id));
-    } catch (error) {
-      if (!(error instanceof SecretBoxError)) throw error;
-      // Nothing is sent unsigned: the attempt fails, and says why, in the delivery log.
-      await record(tenantId, deliveryId, seq, { ok: false, statusCode: null, error: `Not sent: ${error.message}.` });
-      return;
+    // The current secret decides: if it does not open, nothing is sent and the log says why. A
+    // previous one that does not open (sealed under an earlier key, the endpoint rotated since to
+    // sign under this one) is left out: the current one signs alone.
+    const signing: string[] = [];
+    for (const [i, secret] of stored.entries()) {
+      try {
+        signing.push(secrets.open(secret, row.endpoint_id));
+      } catch (error) {
+        if (!(error instanceof SecretBoxError)) throw error;
+        if (i > 0) continue;
+        await record(tenantId, deliveryId, seq, { ok: false, statusCode: null, error: `Not sent: ${error.message}.` });
+        return;
+      }
     }
     const timestamp = Math.floor(attemptedAt.getTime() / 1000);
     const outcome = await attempt(
