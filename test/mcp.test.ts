@@ -183,10 +183,23 @@ describe('MCP tool errors as over REST', () => {
         result: { isError: true, structuredContent: { error: { code: 'validation_error', param } } },
       });
     }
-    // Outside a tool's arguments, such text is the transport's refusal.
-    const method = await rpc('{"jsonrpc":"2.0","id":9,"method":"tools/li\\u0000st"}');
-    expect(method.status).toBe(400);
-    expect(await json(method)).toMatchObject({ id: null, error: { code: -32600 } });
+    // Outside a tool's arguments, such text is the transport's refusal, whatever the arguments hold.
+    for (const body of [
+      '{"jsonrpc":"2.0","id":9,"method":"tools/li\\u0000st"}',
+      '{"jsonrpc":"2.0","id":"x\\u0000","method":"tools/call","params":{"name":"create_app","arguments":{"name":"\\u0000"}}}',
+      '{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call","params":{"name":"create_app","arguments":{"name":"\\u0000"}}}',
+    ]) {
+      const refused = await rpc(body);
+      expect(refused.status, body).toBe(400);
+      expect(await json(refused)).toMatchObject({ id: null, error: { code: -32600 } });
+    }
+    // Arguments nesting past the bound are the tool's error too.
+    const deep = `${'{"a":'.repeat(70)}1${'}'.repeat(70)}`;
+    const nested = await json(await call(4, 'create_app', `{"name":"n","description":${deep}}`));
+    expect(nested).toMatchObject({
+      id: 4,
+      result: { isError: true, structuredContent: { error: { code: 'validation_error' } } },
+    });
   });
 
   it('a statement the database refuses is the tool error REST answers, not internal_error', async () => {

@@ -28,8 +28,6 @@ export interface JsonProblem {
   /** Where: a body field's path (`files[1].path`); for nesting, the top-level field. */
   param: string;
   message: string;
-  /** Nesting is a bound on the whole value; the others are one value's own problem. */
-  kind: 'nesting' | 'text' | 'number';
 }
 
 interface Entry {
@@ -58,17 +56,13 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
       const problem = textProblem(current);
       if (problem !== undefined) {
         const param = pathOf(entry);
-        return { param, message: `${param || 'The body'} ${problem}.`, kind: 'text' };
+        return { param, message: `${param || 'The body'} ${problem}.` };
       }
       continue;
     }
     if (typeof current === 'number' && !Number.isFinite(current)) {
       const param = pathOf(entry);
-      return {
-        param,
-        message: `${param || 'The body'} is a number too large to be read (beyond ±1.8e308).`,
-        kind: 'number',
-      };
+      return { param, message: `${param || 'The body'} is a number too large to be read (beyond ±1.8e308).` };
     }
     if (typeof current !== 'object' || current === null) continue;
     if (depth + 1 > max) {
@@ -76,7 +70,7 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
       let top = entry;
       while (top.parent?.key !== undefined) top = top.parent;
       const param = String(top.key ?? '');
-      return { param, message: `${param || 'The body'} nests more than ${max} levels deep.`, kind: 'nesting' };
+      return { param, message: `${param || 'The body'} nests more than ${max} levels deep.` };
     }
     if (Array.isArray(current)) {
       current.forEach((item, i) => {
@@ -87,7 +81,7 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
         const problem = textProblem(key);
         if (problem !== undefined) {
           const param = pathOf(entry);
-          return { param, message: `${param || 'The body'} has a key that ${problem}.`, kind: 'text' };
+          return { param, message: `${param || 'The body'} has a key that ${problem}.` };
         }
         stack.push({ value: item, depth: depth + 1, parent: entry, key });
       }

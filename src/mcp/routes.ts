@@ -31,8 +31,14 @@ import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './too
 const PATH = '/api/v1/mcp';
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
-/** A path inside a tool call's arguments, in a message or in a batch. */
-const TOOL_ARGUMENT = /^(\[\d+\]\.)?params\.arguments\./;
+/** A message, or each of a batch, with its tool arguments (if any) left empty. */
+function withoutArguments(message: unknown): unknown {
+  if (Array.isArray(message)) return message.map(withoutArguments);
+  if (typeof message !== 'object' || message === null || !('params' in message)) return message;
+  const { params } = message;
+  if (typeof params !== 'object' || params === null || !('arguments' in params)) return message;
+  return { ...message, params: { ...params, arguments: {} } };
+}
 
 const INSTRUCTIONS =
   'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
@@ -172,9 +178,10 @@ export function registerMcpRoutes(
         } catch {
           return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
         }
-        const problem = jsonProblem(message);
-        // A tool's argument that cannot be stored is that tool's validation error, as over REST.
-        if (problem !== undefined && !(problem.kind !== 'nesting' && TOOL_ARGUMENT.test(problem.param))) {
+        // Checked here outside tools' arguments; inside them, a value that cannot be stored is that
+        // tool's validation error, as over REST (below, per call).
+        const problem = jsonProblem(withoutArguments(message));
+        if (problem !== undefined) {
           return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${problem.message}`));
         }
         if (!isJsonRpcShaped(message)) {
