@@ -150,11 +150,19 @@ describe('transitions', () => {
     // Search reads a body's first 100,000 characters: a section after them would never be found.
     const long = await post(key, '/api/v1/documents', { title: 'Long', content: 'word '.repeat(20_000) });
     const nearFull = await post(key, '/api/v1/documents', { title: 'Near full', content: 'a'.repeat(99_000) });
+    // Room for the heading's start, not for the answer: refused too.
+    const edge = await post(key, '/api/v1/documents', { title: 'Edge', content: 'a'.repeat(99_990) });
     const request = await gap(tenantId, 'Do you sell zebra stripes wholesale?');
     await post(key, `${BASE}/${request.id}/review`, { decision: 'approve', proposed_answer: 'Yes, by the metre.' });
     const refused = await post(key, `${BASE}/${request.id}/apply`, { document_id: long.body.id });
     expectError(refused, 422, 'invalid_parameters', 'document_id');
     expect(refused.body.error.message).toContain('first 100,000 characters');
+    expectError(
+      await post(key, `${BASE}/${request.id}/apply`, { document_id: edge.body.id }),
+      422,
+      'invalid_parameters',
+      'document_id',
+    );
     expect((await t.call({ url: `/api/v1/documents/${long.body.id}`, key })).body.content).toHaveLength(100_000);
     // Just inside the indexed part, the section is written and found.
     const applied = await post(key, `${BASE}/${request.id}/apply`, { document_id: nearFull.body.id });

@@ -441,9 +441,10 @@ export function createDocumentService({ db }: { db: Db }) {
         );
       }
       const content = `${document.content}\n\n## ${heading}\n\n${text}`;
-      // The section must be found by search. (The body then stays within its bound: an answer
-      // holds at most 100,000 characters.)
-      if (characterCount(document.content) + 2 >= INDEXED_CONTENT_LENGTH) {
+      // The answer must start within the part search reads, past the heading. (The body then
+      // stays within its bound: an answer holds at most 100,000 characters.)
+      const answerStart = characterCount(`${document.content}\n\n## ${heading}\n\n`);
+      if (answerStart >= INDEXED_CONTENT_LENGTH) {
         throw new InvalidParametersError(
           'document_id',
           `The document is too long for the answer to be found: search reads a document's first ${INDEXED_CONTENT_LENGTH.toLocaleString('en')} characters. Apply it without document_id, as a new document.`,
