@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatMessages } from '../src/agent/openai-provider.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: recorded request bodies are read loosely.
@@ -445,5 +446,31 @@ describe('openai provider', () => {
     ]);
     expect(a.body).toMatchObject({ status: 'COMPLETED', content: 'slow answer' });
     expectError(b, 409, 'conflict');
+  });
+});
+
+describe('tool names in the history sent', () => {
+  it('an earlier call of a tool no longer offered never takes the name of one offered now', () => {
+    const offered = { description: 'd', parameters: { type: 'object' }, type: 'client' as const };
+    const messages = chatMessages({
+      instructions: null,
+      agentName: 'Agent',
+      history: [],
+      items: [
+        { type: 'input', author: 'customer', content: 'Refund me.' },
+        { type: 'assistant', text: '', calls: [{ call_id: 'c1', name: 'Refund order', arguments: {} }] },
+        { type: 'result', call_id: 'c1', name: 'Refund order', output: 'done' },
+      ],
+      // The workflow `Refund order` is gone; a client function now goes by its safe name.
+      tools: [{ name: 'Refund_order', ...offered }],
+      passages: [],
+      handoffAgents: [],
+      context: null,
+      language: null,
+      onDelta: () => {},
+      signal: new AbortController().signal,
+    });
+    const called = messages.flatMap((m) => m.tool_calls ?? []).map((c) => c.function.name);
+    expect(called).toEqual(['Refund_order_2']);
   });
 });

@@ -115,7 +115,7 @@ function itemMessages(items: TurnItem[], forModel: Map<string, string>): ChatMes
               tool_calls: item.calls.map((call) => ({
                 id: call.call_id,
                 type: 'function' as const,
-                // A call of a tool no longer offered keeps a name the API accepts.
+                // Every name the turn called is mapped too (`namesOf`), offered now or not.
                 function: {
                   name: forModel.get(call.name) ?? safeToolName(call.name),
                   arguments: JSON.stringify(call.arguments),
@@ -129,10 +129,18 @@ function itemMessages(items: TurnItem[], forModel: Map<string, string>): ChatMes
   });
 }
 
-export function chatMessages(
-  request: StepRequest,
-  forModel = toolNames(request.tools.map((tool) => tool.name)).forModel,
-): ChatMessage[] {
+/**
+ * The tools offered, then the ones the turn called earlier (a handoff or a continue may have
+ * changed what is offered): named together, an earlier call never takes an offered tool's name.
+ */
+const namesOf = (request: StepRequest): string[] => [
+  ...new Set([
+    ...request.tools.map((tool) => tool.name),
+    ...request.items.flatMap((item) => (item.type === 'assistant' ? item.calls.map((call) => call.name) : [])),
+  ]),
+];
+
+export function chatMessages(request: StepRequest, forModel = toolNames(namesOf(request)).forModel): ChatMessage[] {
   return [
     { role: 'system', content: systemPrompt(request) },
     ...request.history.map(
@@ -219,7 +227,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
   async function call(request: StepRequest, signal: AbortSignal): Promise<StepResult> {
-    const names = toolNames(request.tools.map((tool) => tool.name));
+    const names = toolNames(namesOf(request));
     const tools = request.tools.map((tool) => ({
       type: 'function' as const,
       function: {
