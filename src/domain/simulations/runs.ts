@@ -398,6 +398,16 @@ export function createRunService(deps: RunnerDeps) {
     return result.rows[0];
   }
 
+  /** A played case's conversation, deleted with its verdict, its replay or its put-back. */
+  async function deleteConversation(executor: Db, tenantId: string, conversationId: string | undefined) {
+    if (!conversationId) return;
+    await executor
+      .deleteFrom('conversations')
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', conversationId)
+      .execute();
+  }
+
   async function record(
     tenantId: string,
     runId: string,
@@ -411,13 +421,7 @@ export function createRunService(deps: RunnerDeps) {
       // The simulated conversation goes with the verdict (its transcript is in the outcome), so
       // customers' conversation lists and analytics never keep it. A worker that lost its lease
       // deletes its own conversation too.
-      if (conversationId) {
-        await trx
-          .deleteFrom('conversations')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', conversationId)
-          .execute();
-      }
+      await deleteConversation(trx, tenantId, conversationId);
       const updated = await trx
         .updateTable('simulation_results')
         .set({
@@ -454,13 +458,7 @@ export function createRunService(deps: RunnerDeps) {
    */
   async function putBack(tenantId: string, resultId: string, attempt: number, conversationId: string | undefined) {
     await db.transaction().execute(async (trx) => {
-      if (conversationId) {
-        await trx
-          .deleteFrom('conversations')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', conversationId)
-          .execute();
-      }
+      await deleteConversation(trx, tenantId, conversationId);
       await trx
         .updateTable('simulation_results')
         .set({ status: 'pending', attempt: null, conversation_id: null, started_at: null })
@@ -524,13 +522,7 @@ export function createRunService(deps: RunnerDeps) {
         const claimed = await claimCase(tenantId, runId, attempt);
         if (!claimed) return;
         // Left by a worker that died mid-case: its unfinished conversation goes, the case is replayed.
-        if (claimed.conversation_id) {
-          await db
-            .deleteFrom('conversations')
-            .where('tenant_id', '=', tenantId)
-            .where('id', '=', claimed.conversation_id)
-            .execute();
-        }
+        await deleteConversation(db, tenantId, claimed.conversation_id ?? undefined);
         const testCase = claimed.test_case;
         const { outcome, conversationId } = await playCase(
           engine,
