@@ -3,7 +3,7 @@
 // no_answer as a declined answer), live counts and rate, imported cases replayed, a run that
 // survives its worker dying mid-way, failed runs, and the LLM judge against a scripted
 // OpenAI-compatible server.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +41,38 @@ type Result = {
     transcript: { author: string; content: string; status: string | null }[];
   };
 };
+
+type ChatRequest = { model: string; messages: { role: string; content: string | null }[] };
+
+/**
+ * A scripted OpenAI-compatible chat server on 127.0.0.1: `handle` gets each request with its
+ * system prompt and last message, and answers through `reply` (the model's text) or `res`.
+ */
+async function chatServer(
+  handle: (
+    chat: { body: ChatRequest; system: string; last: string; req: IncomingMessage; res: ServerResponse },
+    reply: (content: string) => void,
+  ) => void,
+): Promise<{ server: Server; baseUrl: string }> {
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => {
+      raw += chunk;
+    });
+    req.on('end', () => {
+      const body = JSON.parse(raw) as ChatRequest;
+      const system = body.messages[0]?.content ?? '';
+      const last = body.messages[body.messages.length - 1]?.content ?? '';
+      handle({ body, system, last, req, res }, (content) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, baseUrl: `http://127.0.0.1:${port}/v1` };
+}
 
 async function allResults(app: TestApp, key: string, runId: string): Promise<Result[]> {
   const out: Result[] = [];
@@ -696,36 +728,23 @@ describe('stopping the server mid-run', () => {
     // The agent answers every question at once except the first one with a marker awaited by
     // `arrivalOf`, held for 3 s: the test stops while that case plays. The judge passes answers
     // about 14 days.
-    server = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (chunk) => {
-        raw += chunk;
-      });
-      req.on('end', () => {
-        const body = JSON.parse(raw) as { messages: { content: string | null }[] };
-        const system = body.messages[0]?.content ?? '';
-        const last = body.messages[body.messages.length - 1]?.content ?? '';
-        const content = system.startsWith('You grade')
-          ? `Verdict: ${JSON.stringify({ pass: /14 days/.test(last.split('ACTUAL:\n')[1] ?? ''), score: 1, rationale: 'Same.' })}`
-          : 'Refunds take 14 days.';
-        const answer = () => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
-        };
-        const marker = [...holds.keys()].find((m) => last.includes(m));
-        const arrived = marker === undefined || system.startsWith('You grade') ? undefined : holds.get(marker);
-        if (marker && arrived) {
-          holds.delete(marker);
-          held.push(setTimeout(answer, 3000));
-          arrived();
-        } else answer();
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    let baseUrl: string;
+    ({ server, baseUrl } = await chatServer(({ system, last }, reply) => {
+      const content = system.startsWith('You grade')
+        ? `Verdict: ${JSON.stringify({ pass: /14 days/.test(last.split('ACTUAL:\n')[1] ?? ''), score: 1, rationale: 'Same.' })}`
+        : 'Refunds take 14 days.';
+      const answer = () => reply(content);
+      const marker = [...holds.keys()].find((m) => last.includes(m));
+      const arrived = marker === undefined || system.startsWith('You grade') ? undefined : holds.get(marker);
+      if (marker && arrived) {
+        holds.delete(marker);
+        held.push(setTimeout(answer, 3000));
+        arrived();
+      } else answer();
+    }));
     a = await startTestApp(
       {
-        LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        LLM_BASE_URL: baseUrl,
         LLM_MODEL: 'm',
         SIMULATION_CONCURRENCY: '1',
         JOB_STOP_GRACE_MS: '300',
@@ -863,37 +882,26 @@ describe('the LLM judge', () => {
 
   beforeAll(async () => {
     // A scripted OpenAI-compatible server: the agent answers, the judge grades.
-    server = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (chunk) => {
-        raw += chunk;
-      });
-      req.on('end', () => {
-        const body = JSON.parse(raw) as { model: string; messages: { role: string; content: string | null }[] };
-        const system = body.messages[0]?.content ?? '';
-        const last = body.messages[body.messages.length - 1]?.content ?? '';
-        let content: string;
-        if (system.startsWith('You grade') && last.includes('judge is down')) {
-          res.writeHead(503).end();
-          return;
-        }
-        if (system.startsWith('You grade') && last.includes('judge rambles')) content = 'I would say it passes.';
-        else if (system.startsWith('You grade')) {
-          judged.push({ model: body.model, authorization: req.headers.authorization, prompt: last });
-          const actual = last.split('ACTUAL:\n')[1] ?? '';
-          const pass = last.includes('expected to decline') ? /do not know/i.test(actual) : /two weeks/i.test(actual);
-          content = `Verdict: ${JSON.stringify({ pass, score: pass ? 0.9 : 0.1, rationale: pass ? 'Same meaning: about two weeks.' : 'It is about something else.' })}`;
-        } else if (/refund/i.test(last)) content = 'A refund reaches you in about two weeks.';
-        else if (/ship/i.test(last)) content = 'Parcels ship in 3 days.';
-        else content = 'I do not know that, sorry.';
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }] }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    let baseUrl: string;
+    ({ server, baseUrl } = await chatServer(({ body, system, last, req, res }, reply) => {
+      if (system.startsWith('You grade') && last.includes('judge is down')) {
+        res.writeHead(503).end();
+        return;
+      }
+      if (system.startsWith('You grade') && last.includes('judge rambles')) reply('I would say it passes.');
+      else if (system.startsWith('You grade')) {
+        judged.push({ model: body.model, authorization: req.headers.authorization, prompt: last });
+        const actual = last.split('ACTUAL:\n')[1] ?? '';
+        const pass = last.includes('expected to decline') ? /do not know/i.test(actual) : /two weeks/i.test(actual);
+        reply(
+          `Verdict: ${JSON.stringify({ pass, score: pass ? 0.9 : 0.1, rationale: pass ? 'Same meaning: about two weeks.' : 'It is about something else.' })}`,
+        );
+      } else if (/refund/i.test(last)) reply('A refund reaches you in about two weeks.');
+      else if (/ship/i.test(last)) reply('Parcels ship in 3 days.');
+      else reply('I do not know that, sorry.');
+    }));
     llm = await startTestApp({
-      LLM_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      LLM_BASE_URL: baseUrl,
       LLM_MODEL: 'judge-model',
       LLM_API_KEY: 'sk-test',
     });
