@@ -193,13 +193,11 @@ describe('MCP tool errors as over REST', () => {
       expect(refused.status, body).toBe(400);
       expect(await json(refused)).toMatchObject({ id: null, error: { code: -32600 } });
     }
-    // Arguments nesting past the bound are the tool's error too.
+    // Nesting past the bound is the transport's refusal, arguments included (the SDK walks them).
     const deep = `${'{"a":'.repeat(70)}1${'}'.repeat(70)}`;
-    const nested = await json(await call(4, 'create_app', `{"name":"n","description":${deep}}`));
-    expect(nested).toMatchObject({
-      id: 4,
-      result: { isError: true, structuredContent: { error: { code: 'validation_error' } } },
-    });
+    const nested = await call(4, 'create_app', `{"name":"n","description":${deep}}`);
+    expect(nested.status).toBe(400);
+    expect(await json(nested)).toMatchObject({ id: null, error: { code: -32600 } });
   });
 
   it('a statement the database refuses is the tool error REST answers, not internal_error', async () => {

@@ -46,21 +46,24 @@ const pathOf = (entry: Entry): string => {
   );
 };
 
-/** The first problem of a parsed JSON value (see above), or undefined. */
-export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem | undefined {
+/**
+ * The first problem of a parsed JSON value (see above), or undefined. With `nestingOnly`, only
+ * the depth is checked (text and numbers are left to whoever reads them).
+ */
+export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH, nestingOnly = false): JsonProblem | undefined {
   const stack: Entry[] = [{ value, depth: 0, parent: undefined, key: undefined }];
   while (stack.length > 0) {
     const entry = stack.pop() as Entry;
     const { value: current, depth } = entry;
     if (typeof current === 'string') {
-      const problem = textProblem(current);
+      const problem = nestingOnly ? undefined : textProblem(current);
       if (problem !== undefined) {
         const param = pathOf(entry);
         return { param, message: `${param || 'The body'} ${problem}.` };
       }
       continue;
     }
-    if (typeof current === 'number' && !Number.isFinite(current)) {
+    if (typeof current === 'number' && !Number.isFinite(current) && !nestingOnly) {
       const param = pathOf(entry);
       return { param, message: `${param || 'The body'} is a number too large to be read (beyond ±1.8e308).` };
     }
@@ -78,7 +81,7 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH): JsonProblem |
       });
     } else {
       for (const [key, item] of Object.entries(current)) {
-        const problem = textProblem(key);
+        const problem = nestingOnly ? undefined : textProblem(key);
         if (problem !== undefined) {
           const param = pathOf(entry);
           return { param, message: `${param || 'The body'} has a key that ${problem}.` };

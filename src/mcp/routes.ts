@@ -22,7 +22,7 @@ import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
-import { jsonProblem } from '../lib/json-body.js';
+import { jsonProblem, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
 import { answerExchange, jsonRpcError } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
@@ -178,9 +178,10 @@ export function registerMcpRoutes(
         } catch {
           return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
         }
-        // Checked here outside tools' arguments; inside them, a value that cannot be stored is that
-        // tool's validation error, as over REST (below, per call).
-        const problem = jsonProblem(withoutArguments(message));
+        // Nesting is bounded everywhere here (the SDK walks the message). A value that cannot be
+        // stored is refused here outside tools' arguments; inside them it is that tool's
+        // validation error, as over REST (below, per call).
+        const problem = jsonProblem(withoutArguments(message)) ?? jsonProblem(message, MAX_JSON_DEPTH, true);
         if (problem !== undefined) {
           return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${problem.message}`));
         }
