@@ -276,6 +276,20 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
   let fetched = 0;
   let truncated = false;
 
+  /** The page could not be read this time: its document stays; the sync reports the first reason. */
+  const markUnreadable = (url: URL, reason: string) => {
+    firstError ??= reason;
+    unreadable.add(pageIdOf(url));
+  };
+  // A page that is not part of the site (404, 410, other 4xx, a refused redirect, not HTML, a path
+  // too long to store) is left out. The start page, though, is unreadable, never gone (sent
+  // elsewhere, as from http:// to https://; refused, as by a firewall; a maintenance notice): read
+  // as empty, it would remove every document of the source. When links are followed from it,
+  // nothing else is read, and the sync fails below, saying why; with a sitemap, its document is kept.
+  const leaveOut = (url: URL, reason: string) => {
+    if (url.href === start.href) markUnreadable(url, reason);
+  };
+
   const visit = async (url: URL) => {
     visited.add(pageIdOf(url));
     let response: SafeResponse;
@@ -285,47 +299,32 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
       if (error instanceof OutboundRequestError && error.reason === 'blocked' && url.href === start.href) {
         throw new CrawlError(error.message);
       }
-      firstError ??= error instanceof Error ? error.message : String(error);
-      unreadable.add(pageIdOf(url));
+      markUnreadable(url, error instanceof Error ? error.message : String(error));
       return;
     }
     if (response.status >= 500 || response.status === 429) {
-      firstError ??= `${url.href} answered ${response.status}`;
-      unreadable.add(pageIdOf(url));
+      markUnreadable(url, `${url.href} answered ${response.status}`);
       return;
     }
-    // A start page that does not answer 200 (sent elsewhere, as from http:// to https://; refused,
-    // as by a firewall; missing) is unreadable, never gone: read as empty, it would remove every
-    // document of the source. When links are followed from it, nothing else is read, and the sync
-    // fails below, saying why; with a sitemap, its document is kept.
-    if (response.status !== 200 && url.href === start.href) {
+    if (response.status !== 200) {
       const location = String(response.headers.location ?? '');
-      firstError ??=
+      leaveOut(
+        url,
         response.status >= 300 && response.status < 400
           ? `${url.href} redirects to ${location}, outside ${origin}; give that address as the domain`
-          : `${url.href} answered ${response.status}`;
-      unreadable.add(pageIdOf(url));
+          : `${url.href} answered ${response.status}`,
+      );
       return;
     }
-    // 404, 410, other 4xx, a refused redirect: the page is not part of the site (any more).
-    if (response.status !== 200) return;
     const type = String(response.headers['content-type'] ?? '');
     if (!/text\/html|application\/xhtml\+xml/i.test(type)) {
-      // A start page that is not HTML (a maintenance notice, a bot check, a feed) is unreadable
-      // too, for the same reason; another such page is not part of the site's knowledge.
-      if (url.href === start.href) {
-        firstError ??= `${url.href} answered ${type.split(';')[0]?.trim() || 'no content type'}, not HTML`;
-        unreadable.add(pageIdOf(url));
-      }
+      leaveOut(url, `${url.href} answered ${type.split(';')[0]?.trim() || 'no content type'}, not HTML`);
       return;
     }
     const finalUrl = response.url;
     if (finalUrl.origin !== origin) return;
     if (!storablePage(finalUrl)) {
-      if (url.href === start.href) {
-        firstError ??= `${url.href} redirects to a path longer than ${MAX_PAGE_ID_LENGTH} characters`;
-        unreadable.add(pageIdOf(url));
-      }
+      leaveOut(url, `${url.href} redirects to a path longer than ${MAX_PAGE_ID_LENGTH} characters`);
       return;
     }
     const page = await extractPage(decodePage(response.body, type), finalUrl);
