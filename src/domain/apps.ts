@@ -5,9 +5,10 @@ import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { CommitFileChange, Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
+import { characterCount } from '../lib/text.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from './errors.js';
-import { encodeCursor, newestFirst, type Page, toList } from './pagination.js';
+import { encodeCursor, foreignCursor, newestFirst, type Page, toList } from './pagination.js';
 
 export interface AppRecord {
   id: string;
@@ -62,13 +63,12 @@ function checkPath(path: string, param: string): void {
 function decodePathCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const path = Buffer.from(cursor, 'base64url').toString('utf8');
-  const refused = new ValidationError('cursor', 'cursor is not a cursor this API returned.');
   // Not base64url, or not UTF-8: it does not encode back to itself.
-  if (encodeCursor(path) !== cursor || [...path].length > MAX_PATH_LENGTH) throw refused;
+  if (encodeCursor(path) !== cursor || characterCount(path) > MAX_PATH_LENGTH) throw foreignCursor();
   try {
     checkPath(path, 'cursor');
   } catch {
-    throw refused;
+    throw foreignCursor();
   }
   return path;
 }

@@ -20,11 +20,15 @@ export function encodeCursor(value: string): string {
   return Buffer.from(value, 'utf8').toString('base64url');
 }
 
+/** The refusal of a cursor this service could not have issued: a `validation_error` on `cursor`. */
+export const foreignCursor = (detail = '') =>
+  new ValidationError('cursor', `cursor is not a cursor this API returned${detail}.`);
+
 /** The id a cursor stands for; a cursor this service did not issue is a `validation_error`. */
 export function decodeIdCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const value = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!isUuid(value)) throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+  if (!isUuid(value)) throw foreignCursor();
   return value;
 }
 
@@ -52,7 +56,7 @@ export function decodeRankCursor(cursor: string | undefined): { s: number; i: st
     typeof value.i !== 'string' ||
     !isUuid(value.i)
   ) {
-    throw new ValidationError('cursor', 'cursor is not a cursor this API returned for this query.');
+    throw foreignCursor(' for this query');
   }
   return { s: value.s, i: value.i };
 }

@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../db/errors.js';
 import { newId, newSecret, sha256Hex } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from './errors.js';
-import { newestFirst, type Page, toList } from './pagination.js';
+import { foreignCursor, newestFirst, type Page, toList } from './pagination.js';
 import { isScope } from './scopes.js';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
@@ -127,9 +127,7 @@ export function createTenantService({ db }: { db: Db }) {
         .limit(page.limit + 1);
       if (page.cursor !== undefined) {
         const after = Buffer.from(page.cursor, 'base64url').toString('utf8');
-        if (!new RegExp(TENANT_ID_PATTERN).test(after)) {
-          throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
-        }
+        if (!new RegExp(TENANT_ID_PATTERN).test(after)) throw foreignCursor();
         query = query.where(
           sql<boolean>`(created_at, id) < (select t.created_at, t.id from tenants t where t.id = ${after})`,
         );

@@ -5,8 +5,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
-import { ValidationError } from '../errors.js';
-import { type Page, toList } from '../pagination.js';
+import { foreignCursor, type Page, toList } from '../pagination.js';
 import type { CaseOutcome } from './evaluation.js';
 
 /** A test case's bounds (characters, counted as code points; steps), enforced on create and kept by import. */
@@ -110,7 +109,7 @@ export function decodeOrderCursor(cursor: string | undefined): { position: numbe
   const [position, id] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
   const value = Number(position);
   if (!position || !/^-?\d{1,10}$/.test(position) || value < INT4.min || value > INT4.max || !id || !isUuid(id)) {
-    throw new ValidationError('cursor', 'cursor is not a cursor this API returned.');
+    throw foreignCursor();
   }
   return { position: value, id };
 }
