@@ -5,7 +5,8 @@
 // key, values are stored as given, and a value stored before a key was configured opens as it is.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
-const SEALED = 'sealed1.';
+/** How every sealed value starts (a `LIKE` pattern can find the ones stored before a key). */
+export const SEALED = 'sealed1.';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 export const SECRETS_KEY_BYTES = 32;

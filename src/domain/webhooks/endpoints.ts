@@ -7,7 +7,7 @@ import type { Db } from '../../db/client.js';
 import type { WebhookDeliveryStatus } from '../../db/schema.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { isUuid, newId } from '../../lib/ids.js';
-import { createSecretBox, type SecretBox } from '../../lib/secret-box.js';
+import { createSecretBox, SEALED, type SecretBox } from '../../lib/secret-box.js';
 import { OutboundRequestError, resolveTarget } from '../../lib/ssrf.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
@@ -337,8 +337,8 @@ export function createWebhookService({
         .select(['id', 'secret', 'previous_secret'])
         .where((eb) =>
           eb.or([
-            eb('secret', 'not like', 'sealed1.%'),
-            eb.and([eb('previous_secret', 'is not', null), eb('previous_secret', 'not like', 'sealed1.%')]),
+            eb('secret', 'not like', `${SEALED}%`),
+            eb.and([eb('previous_secret', 'is not', null), eb('previous_secret', 'not like', `${SEALED}%`)]),
           ]),
         )
         .execute();
