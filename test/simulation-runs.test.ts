@@ -608,12 +608,18 @@ describe('failed runs and refusals', () => {
     expect(failed.body.completed_at).not.toBeNull();
   });
 
-  it('a run whose job failed for good reads as failed with the job error, and is reported once', async () => {
+  /** A run of one case, started, in a tenant subscribed to the runs' completion events. */
+  async function reportedRun() {
     const { tenantId, key, front } = await seed();
     const reported = await subscribeToRuns(key, tenantId);
     const ds = await newDataset(key, front.id);
     await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
     const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    return { tenantId, key, ds, run, reported };
+  }
+
+  it('a run whose job failed for good reads as failed with the job error, and is reported once', async () => {
+    const { key, ds, run, reported } = await reportedRun();
     const row = await t.database.db
       .selectFrom('simulation_runs')
       .select('job_id')
@@ -634,11 +640,7 @@ describe('failed runs and refusals', () => {
   });
 
   it('a run whose worker died on every attempt is failed by the queue and sends simulation.run.completed once', async () => {
-    const { tenantId, key, front } = await seed();
-    const reported = await subscribeToRuns(key, tenantId);
-    const ds = await newDataset(key, front.id);
-    await addCase(key, ds, { question: 'Anything?', expected_type: 'no_answer' });
-    const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+    const { tenantId, key, ds, run, reported } = await reportedRun();
     // Its last attempt's worker died: the lease lapsed with the attempts used up.
     await sql`
       update jobs set status = 'running', attempts = max_attempts, locked_until = now() - interval '1 second'
