@@ -2,6 +2,7 @@
 // import of a test case from a conversation with personal data redacted, every error with its
 // status, code and param, scopes, and tenant isolation on every id-bearing route.
 // Runs are proven in test/simulation-runs.test.ts.
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_ANSWER } from '../src/agent/builtin-provider.js';
 import { redactText } from '../src/domain/simulations/pii.js';
@@ -581,6 +582,21 @@ describe('personal data redaction', () => {
     // No span of whole groups passes Luhn: kept, and never cut inside a group.
     expect(redactText('order 4539578763621487123')).toBe('order 4539578763621487123');
     expect(redactText('codes 4539 5787 6362 1487 12')).toBe('codes 4539 5787 6362 1487 12');
+  });
+
+  it('finds e-mail addresses exactly as the one pattern does, however the parts are run together', () => {
+    const pattern = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+    // No digits: the card and phone rules find nothing, so only the e-mail rule acts.
+    const text = fc.string({
+      unit: fc.constantFrom('a', 'b', 'Z', '.', '@', '-', '_', '%', '+', ' ', '[', 'é'),
+      maxLength: 40,
+    });
+    fc.assert(
+      fc.property(text, (sample) => redactText(sample) === sample.replace(pattern, '[email]')),
+      { seed: 20261124, numRuns: 5000 },
+    );
+    expect(redactText('x.y@a.co.z@b.com, @c.com d@e')).toBe('[email][email], @c.com d@e');
+    expect(redactText(`${'a'.repeat(50_000)} and me@example.com`)).toBe(`${'a'.repeat(50_000)} and [email]`);
   });
 });
 

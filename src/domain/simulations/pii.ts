@@ -15,7 +15,11 @@ export const EMAIL_PLACEHOLDER = '[email]';
 export const CARD_PLACEHOLDER = '[card_number]';
 export const PHONE_PLACEHOLDER = '[phone]';
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+// An e-mail address is found from its `@` and domain, then its local part by walking back: the
+// whole pattern (`[A-Za-z0-9._%+-]+@…`) tried at every position scans each long run of letters or
+// digits once per character of it, quadratic in the run (a quarter of a second for 20,000 letters).
+const EMAIL_AT_DOMAIN = /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+const EMAIL_LOCAL = /[A-Za-z0-9._%+-]/;
 const CARD = /(?<![\w+])\d(?:[ -]?\d){12,18}(?![\w])/g;
 const PHONE_INTERNATIONAL = /(?<![\w+])\+\d[\d\s().-]{5,22}\d(?![\w])/g;
 const PHONE_GROUPED = /(?<![\w+])\(?\d{1,5}\)?(?:[\s.-]\(?\d{1,5}\)?){2,6}(?![\w])/g;
@@ -65,10 +69,29 @@ function redactCardRun(run: string): string {
   return `${before.replace(CARD, redactCardRun)}${CARD_PLACEHOLDER}${after.replace(CARD, redactCardRun)}`;
 }
 
+/**
+ * Replaces each `local@domain.tld` with the e-mail placeholder: what the pattern
+ * `[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}` matches, left to right, in
+ * time linear in the text. A match's local part is the run of local-part characters just before
+ * its `@`, no further back than the end of the address before it.
+ */
+function redactEmails(text: string): string {
+  let redacted = '';
+  let from = 0;
+  for (const match of text.matchAll(EMAIL_AT_DOMAIN)) {
+    const at = match.index;
+    let start = at;
+    while (start > from && EMAIL_LOCAL.test(text.charAt(start - 1))) start--;
+    if (start === at) continue; // no local part
+    redacted += text.slice(from, start) + EMAIL_PLACEHOLDER;
+    from = at + match[0].length;
+  }
+  return redacted + text.slice(from);
+}
+
 /** Replaces e-mail addresses, card numbers and phone numbers in `text` with placeholders. */
 export function redactText(text: string): string {
-  return text
-    .replace(EMAIL, EMAIL_PLACEHOLDER)
+  return redactEmails(text)
     .replace(CARD, redactCardRun)
     .replace(PHONE_INTERNATIONAL, (match) => {
       const n = digitsOf(match).length;
