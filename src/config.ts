@@ -44,6 +44,8 @@ export interface Config {
   trustProxy: boolean;
   /** Seals webhook signing secrets at rest (SECRETS_KEY: 32 bytes, base64 or hex); unset stores them as they are. */
   secretsKey: Buffer | undefined;
+  /** The key before a change of SECRETS_KEY (SECRETS_KEY_PREVIOUS): what it sealed is sealed again under the new one. */
+  secretsKeyPrevious: Buffer | undefined;
   llmBaseUrl: string | undefined;
   llmApiKey: string | undefined;
   llmModel: string | undefined;
@@ -150,6 +152,11 @@ export function loadConfig(env: Env = process.env): Config {
   const baseDomain = (str(env, 'BASE_DOMAIN') ?? 'localhost').toLowerCase();
   if (!/^[a-z0-9.-]+$/.test(baseDomain)) throw new ConfigError(`BASE_DOMAIN must be a host name, got '${baseDomain}'`);
   const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']);
+  const sealingKey = secretsKey(env, 'SECRETS_KEY');
+  const previousSealingKey = secretsKey(env, 'SECRETS_KEY_PREVIOUS');
+  if (previousSealingKey !== undefined && sealingKey === undefined) {
+    throw new ConfigError('SECRETS_KEY_PREVIOUS is the key before a change of SECRETS_KEY: set SECRETS_KEY too');
+  }
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -179,7 +186,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),
-    secretsKey: secretsKey(env, 'SECRETS_KEY'),
+    secretsKey: sealingKey,
+    secretsKeyPrevious: previousSealingKey,
     llmBaseUrl: url(env, 'LLM_BASE_URL', ['http:', 'https:']),
     llmApiKey: str(env, 'LLM_API_KEY'),
     llmModel: str(env, 'LLM_MODEL'),

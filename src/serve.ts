@@ -52,7 +52,7 @@ export async function serve(config: Config): Promise<void> {
   const { app, services, jobs } = await buildApp({ config, db: database.db, redis });
   const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
   const sealed = await services.webhooks.sealStoredSecrets();
-  if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets stored before SECRETS_KEY sealed');
+  if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets sealed under SECRETS_KEY');
 
   const sweeper = setInterval(() => {
     sweepIdempotencyKeys(database.db).catch((error) => app.log.warn({ err: String(error) }, 'idempotency sweep'));

@@ -138,7 +138,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     stopGraceMs: config.jobStopGraceMs,
   });
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
-  const secrets = createSecretBox(config.secretsKey);
+  const secrets = createSecretBox(config.secretsKey, config.secretsKeyPrevious);
   registerWebhookDelivery(jobs, {
     db,
     secrets,

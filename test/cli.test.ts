@@ -108,7 +108,7 @@ describe('workspace serve and the CLI', () => {
     }
   });
 
-  it('a start with SECRETS_KEY seals the webhook signing secrets stored before it, once', async () => {
+  it('a start with SECRETS_KEY seals the webhook signing secrets stored before it, once, and after a change of key seals them again', async () => {
     const env = { ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'info' };
     const plain = await serve(env);
     try {
@@ -123,14 +123,20 @@ describe('workspace serve and the CLI', () => {
       plain.child.kill('SIGTERM');
       expect(await plain.exited, plain.output()).toBe(0);
     }
-    const key = { ...env, SECRETS_KEY: randomBytes(32).toString('hex') };
-    for (const expected of [true, false]) {
-      const server = await serve(key);
+    const first = randomBytes(32).toString('hex');
+    // Sealed once under the first key; then, the key changed with the first kept as the previous
+    // one, sealed again under the new key, once.
+    for (const [keys, expected] of [
+      [{ SECRETS_KEY: first }, true],
+      [{ SECRETS_KEY: first }, false],
+      [{ SECRETS_KEY: randomBytes(32).toString('base64'), SECRETS_KEY_PREVIOUS: first }, true],
+    ] as const) {
+      const server = await serve({ ...env, ...keys });
       server.child.kill('SIGTERM');
       expect(await server.exited, server.output()).toBe(0);
-      expect(
-        server.output().includes('"endpoints":1,"msg":"webhook signing secrets stored before SECRETS_KEY sealed"'),
-      ).toBe(expected);
+      expect(server.output().includes('"endpoints":1,"msg":"webhook signing secrets sealed under SECRETS_KEY"')).toBe(
+        expected,
+      );
     }
   });
 
@@ -140,6 +146,12 @@ describe('workspace serve and the CLI', () => {
       expect(loadConfig({ SECRETS_KEY: written }).secretsKey).toEqual(bytes);
     }
     expect(loadConfig({}).secretsKey).toBeUndefined();
+    const previous = randomBytes(32);
+    expect(
+      loadConfig({ SECRETS_KEY: bytes.toString('hex'), SECRETS_KEY_PREVIOUS: previous.toString('hex') })
+        .secretsKeyPrevious,
+    ).toEqual(previous);
+    expect(() => loadConfig({ SECRETS_KEY_PREVIOUS: previous.toString('hex') })).toThrow(/set SECRETS_KEY too/);
     for (const bad of [randomBytes(16).toString('hex'), randomBytes(31).toString('base64'), 'not a key at all!']) {
       expect(() => loadConfig({ SECRETS_KEY: bad })).toThrow(ConfigError);
       try {

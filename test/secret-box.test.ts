@@ -36,4 +36,29 @@ describe('the secret box', () => {
     expect(box.open(SECRET, 'row-1')).toBe(SECRET);
     expect(() => createSecretBox(randomBytes(16))).toThrow(SecretBoxError);
   });
+
+  it('a change of key: what the previous key sealed still opens, and reseal moves it under the new key', () => {
+    const oldKey = randomBytes(32);
+    const before = createSecretBox(oldKey).seal(SECRET, 'row-1');
+    const changing = createSecretBox(randomBytes(32), oldKey);
+    expect(changing.rotating).toBe(true);
+    expect(box.rotating).toBe(false);
+    expect(changing.open(before, 'row-1')).toBe(SECRET);
+    expect(() => changing.open(before, 'row-2')).toThrow(/neither SECRETS_KEY nor SECRETS_KEY_PREVIOUS/);
+
+    const moved = changing.reseal(before, 'row-1') as string;
+    expect(moved).toMatch(/^sealed1\./);
+    expect(changing.open(moved, 'row-1')).toBe(SECRET);
+    expect(() => createSecretBox(oldKey).open(moved, 'row-1')).toThrow(/another key/);
+    // Already under the new key, or opening under neither: no change. Stored unsealed: sealed.
+    expect(changing.reseal(moved, 'row-1')).toBeUndefined();
+    expect(changing.reseal(createSecretBox(randomBytes(32)).seal(SECRET, 'row-1'), 'row-1')).toBeUndefined();
+    expect(changing.reseal('sealed1.AAAA', 'row-1')).toBeUndefined();
+    expect(changing.open(changing.reseal(SECRET, 'row-1') as string, 'row-1')).toBe(SECRET);
+    // Without a previous key only unsealed values are sealed; without any key nothing changes.
+    expect(box.reseal(before, 'row-1')).toBeUndefined();
+    expect(box.open(box.reseal(SECRET, 'row-1') as string, 'row-1')).toBe(SECRET);
+    expect(createSecretBox(undefined).reseal(SECRET, 'row-1')).toBeUndefined();
+    expect(() => createSecretBox(undefined, oldKey)).toThrow(SecretBoxError);
+  });
 });

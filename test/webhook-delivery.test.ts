@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEBHOOK_DELIVERY_JOB } from '../src/domain/events.js';
 import { registerWebhookDelivery, sweepWebhookLog } from '../src/domain/webhooks/delivery.js';
 import { createJobQueue, type JobQueue } from '../src/jobs/queue.js';
+import { createSecretBox } from '../src/lib/secret-box.js';
 import { buildApp } from '../src/server.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
@@ -830,10 +831,16 @@ describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
     expect(r.status, r.text).toBe(200);
     return r.body.secret as string;
   };
-  /** Delivers the tenant's next event and verifies it with each secret given. */
-  async function deliveredUnder(tenantId: string, key: string, secrets: string[], name: string) {
+  /** Delivers the tenant's next event (by `jobs`' workers) and verifies it with each secret given. */
+  async function deliveredUnder(
+    tenantId: string,
+    key: string,
+    secrets: string[],
+    name: string,
+    jobs: Pick<JobQueue, 'runUntilIdle'> = sealed.jobs,
+  ) {
     await createUser(tenantId, key, name, sealed);
-    await drain(tenantId, sealed.jobs, 15_000, sealed.database.db);
+    await drain(tenantId, jobs, 15_000, sealed.database.db);
     const got = forTenant(tenantId).at(-1);
     if (!got) throw new Error('not delivered');
     expect(String(got.headers['webhook-signature']).split(' ')).toHaveLength(secrets.length);
@@ -855,6 +862,38 @@ describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
     expect(second.secret).toMatch(/^sealed1\./);
     expect(second.secret).not.toContain(next.slice('whsec_'.length));
     await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Bo');
+  });
+
+  it('a change of key: with the old one as SECRETS_KEY_PREVIOUS every message verifies, and start-up moves the secrets under the new one', async () => {
+    const { tenantId, key } = await sealed.tenant();
+    const endpoint = await createEndpoint(key, {}, sealed);
+    const next = await rotate(sealed, key, endpoint.id);
+    const underOld = await stored(endpoint.id);
+
+    const NEW = randomBytes(32);
+    const changed = await buildApp({
+      config: { ...sealed.config, secretsKey: NEW, secretsKeyPrevious: KEY },
+      db: sealed.database.db,
+    });
+    const alone = await buildApp({ config: { ...sealed.config, secretsKey: NEW }, db: sealed.database.db });
+    await Promise.all([changed.app.ready(), alone.app.ready()]);
+    try {
+      // Before the secrets are moved, the old key opens them.
+      await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Fay', changed.jobs);
+
+      expect(await changed.services.webhooks.sealStoredSecrets()).toBeGreaterThanOrEqual(1);
+      expect(await changed.services.webhooks.sealStoredSecrets()).toBe(0);
+      const underNew = await stored(endpoint.id);
+      expect(underNew.secret).not.toBe(underOld.secret);
+      expect(underNew.previous_secret).not.toBe(underOld.previous_secret);
+      const opened = createSecretBox(NEW);
+      expect(opened.open(underNew.secret, endpoint.id)).toBe(next);
+      expect(opened.open(underNew.previous_secret as string, endpoint.id)).toBe(endpoint.secret);
+      // The old key can now be dropped: the new one alone signs with both secrets.
+      await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Gus', alone.jobs);
+    } finally {
+      await Promise.all([changed.app.close(), alone.app.close()]);
+    }
   });
 
   it('secrets stored before the key are sealed at start; under another key nothing is sent, and the log says why', async () => {

@@ -327,37 +327,37 @@ export function createWebhookService({
 
     /**
      * Maintenance at start, across tenants: with SECRETS_KEY set, seals the secrets stored before
-     * it was (each row only if unchanged meanwhile, so instances starting together agree). Returns
-     * how many endpoints it sealed.
+     * it was, and with SECRETS_KEY_PREVIOUS set too, seals again under SECRETS_KEY those sealed
+     * under the previous key (each row only if unchanged meanwhile, so instances starting together
+     * agree). Returns how many endpoints it changed.
      */
     async sealStoredSecrets(): Promise<number> {
       if (!secrets.sealing) return 0;
-      const rows = await db
-        .selectFrom('webhook_endpoints')
-        .select(['id', 'secret', 'previous_secret'])
-        .where((eb) =>
+      let query = db.selectFrom('webhook_endpoints').select(['id', 'secret', 'previous_secret']);
+      // Which key sealed a value only opening it tells: with a previous key, every row is looked at.
+      if (!secrets.rotating) {
+        query = query.where((eb) =>
           eb.or([
             eb('secret', 'not like', `${SEALED}%`),
             eb.and([eb('previous_secret', 'is not', null), eb('previous_secret', 'not like', `${SEALED}%`)]),
           ]),
-        )
-        .execute();
-      let sealed = 0;
-      for (const row of rows) {
-        const seal = (value: string) => (secrets.isSealed(value) ? value : secrets.seal(value, row.id));
+        );
+      }
+      let changed = 0;
+      for (const row of await query.execute()) {
+        const secret = secrets.reseal(row.secret, row.id);
+        const previous = row.previous_secret === null ? undefined : secrets.reseal(row.previous_secret, row.id);
+        if (secret === undefined && previous === undefined) continue;
         const result = await db
           .updateTable('webhook_endpoints')
-          .set({
-            secret: seal(row.secret),
-            previous_secret: row.previous_secret === null ? null : seal(row.previous_secret),
-          })
+          .set({ secret: secret ?? row.secret, previous_secret: previous ?? row.previous_secret })
           .where('id', '=', row.id)
           .where('secret', '=', row.secret)
           .where('previous_secret', 'is not distinct from', row.previous_secret)
           .executeTakeFirst();
-        sealed += Number(result.numUpdatedRows);
+        changed += Number(result.numUpdatedRows);
       }
-      return sealed;
+      return changed;
     },
 
     /** The endpoint's deliveries, newest first, optionally of one status. */
