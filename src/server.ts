@@ -25,7 +25,7 @@ import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
-import { jsonProblem } from './lib/json-body.js';
+import { jsonProblem, jsonText } from './lib/json-body.js';
 import { createSecretBox } from './lib/secret-box.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
@@ -105,8 +105,10 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   const jsonParser = app.getDefaultJsonParser('error', 'error');
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const decoded = jsonText(body as Buffer, request.headers['content-type']);
+    if ('problem' in decoded) return done(new BadRequestError(decoded.problem));
+    const text = decoded.text;
     if (text.trim() === '') return done(null, undefined);
     jsonParser(request, text, (error: Error | null, value?: unknown) => {
       if (error) return done(error);

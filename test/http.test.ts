@@ -28,6 +28,28 @@ describe('malformed requests', () => {
     expectError(r, 400, 'bad_request');
   });
 
+  it('a body that is not UTF-8, or says it is in another charset, answers 400 bad_request and stores nothing', async () => {
+    const send = (payload: Buffer, contentType = 'application/json') =>
+      t.call({ method: 'POST', url: '/api/v1/tasks', key, body: payload, headers: { 'content-type': contentType } });
+    // "café" in Latin-1: 0xE9 is no UTF-8; decoded loosely it would be stored as "caf\uFFFD".
+    const latin1 = Buffer.from('{"title":"caf\u00e9-latin1"}', 'latin1');
+    expect(expectError(await send(latin1), 400, 'bad_request').message).toBe('The request body is not valid UTF-8.');
+    const declared = await send(Buffer.from('{"title":"plain"}'), 'application/json; charset=ISO-8859-1');
+    expect(expectError(declared, 400, 'bad_request').message).toContain("not charset 'ISO-8859-1'");
+    const tasks = await t.call({ url: '/api/v1/tasks?limit=100', key });
+    expect(tasks.body.data.map((task: { title: string }) => task.title)).not.toContain('plain');
+    expect(JSON.stringify(tasks.body)).not.toContain('\uFFFD');
+
+    // UTF-8, said or not, with or without a byte order mark, is read as sent.
+    expect((await send(Buffer.from('{"title":"caf\u00e9"}'), 'application/json; charset=utf-8')).body.title).toBe(
+      'caf\u00e9',
+    );
+    expect((await send(Buffer.from('{"title":"na\u00efve"}'), 'application/json;charset="UTF8"')).body.title).toBe(
+      'na\u00efve',
+    );
+    expect((await send(Buffer.from('\uFEFF{"title":"bom"}'))).body.title).toBe('bom');
+  });
+
   it('a content type other than JSON answers 400 bad_request', async () => {
     const r = await t.call({
       method: 'POST',

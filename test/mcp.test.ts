@@ -39,7 +39,7 @@ const rpc = (body: unknown, headers: Record<string, string> = {}, apiKey = key) 
       'x-api-key': apiKey,
       ...headers,
     },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
+    body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body),
   });
 
 // biome-ignore lint/suspicious/noExplicitAny: raw JSON-RPC answers are read loosely.
@@ -327,6 +327,17 @@ describe('MCP transport rules', () => {
     const broken = await rpc('{"jsonrpc":');
     expect(broken.status).toBe(400);
     expect((await json(broken)).error.code).toBe(-32700);
+    // Bytes that are not UTF-8 (Latin-1 "é" in a tool's argument) are not JSON text either.
+    const latin1 = Buffer.from(
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_task","arguments":{"title":"caf\u00e9"}}}',
+      'latin1',
+    );
+    const notUtf8 = await rpc(latin1);
+    expect(notUtf8.status).toBe(400);
+    expect(await json(notUtf8)).toMatchObject({
+      id: null,
+      error: { code: -32700, message: expect.stringContaining('UTF-8') },
+    });
     // JSON that is not a JSON-RPC message, or an empty batch: an Invalid Request, answered once.
     for (const body of ['{"foo":1}', '[]', '[1]', '"ping"', '{"jsonrpc":"1.0","id":1,"method":"ping"}']) {
       const invalid = await rpc(body);

@@ -92,3 +92,22 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH, nestingOnly = 
   }
   return undefined;
 }
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * The text of a JSON body (RFC 8259 §8.1: UTF-8, a byte order mark ignored), or why it has none:
+ * a `charset` other than UTF-8 in its Content-Type, or bytes that are not UTF-8. Decoded loosely,
+ * each bad byte would become U+FFFD and be stored so, silently.
+ */
+export function jsonText(body: Buffer, contentType: string | undefined): { text: string } | { problem: string } {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? '')?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    return { problem: `The request body must be UTF-8 JSON, not charset '${charset}'.` };
+  }
+  try {
+    return { text: UTF8.decode(body) };
+  } catch {
+    return { problem: 'The request body is not valid UTF-8.' };
+  }
+}

@@ -22,7 +22,7 @@ import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
-import { jsonProblem, MAX_JSON_DEPTH } from '../lib/json-body.js';
+import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
 import { answerExchange, jsonRpcError } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
@@ -153,7 +153,7 @@ export function registerMcpRoutes(
   app.register(async (scope) => {
     // JSON-RPC parse errors are answered in JSON-RPC terms, so the raw text reaches the handler.
     scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
     scope.post(
       PATH,
@@ -172,9 +172,11 @@ export function registerMcpRoutes(
       async (request: FastifyRequest, reply: FastifyReply) => {
         const auth = request.auth as AuthContext;
         checkOrigin(request);
+        const decoded = jsonText((request.body as Buffer | undefined) ?? Buffer.alloc(0), request.headers['content-type']);
+        if ('problem' in decoded) return reply.code(400).send(jsonRpcError(-32700, `Parse error: ${decoded.problem}`));
         let message: unknown;
         try {
-          message = JSON.parse(String(request.body ?? ''));
+          message = JSON.parse(decoded.text);
         } catch {
           return reply.code(400).send(jsonRpcError(-32700, 'Parse error: the body is not valid JSON.'));
         }
