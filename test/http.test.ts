@@ -50,6 +50,28 @@ describe('malformed requests', () => {
     expect((await send(Buffer.from('\uFEFF{"title":"bom"}'))).body.title).toBe('bom');
   });
 
+  it('a 404 names the parameter that named nothing, whether the id is malformed or unknown', async () => {
+    const unknownId = '01a20f42-9497-7075-b989-f4ba6999c9b1';
+    const notFound = async (r: Awaited<ReturnType<typeof t.call>>, param: string) =>
+      expect(expectError(r, 404, 'not_found').param).toBe(param);
+    await notFound(await t.call({ method: 'PUT', url: `/api/v1/sources/${unknownId}`, key, body: {} }), 'source_id');
+    await notFound(await t.call({ method: 'PUT', url: '/api/v1/sources/not-a-uuid', key, body: {} }), 'source_id');
+    const comment = { method: 'POST', key, body: { content: 'x' } } as const;
+    await notFound(await t.call({ ...comment, url: '/api/v1/tasks/TASK-99999/comments' }), 'task_id');
+    const ds = await t.call({
+      method: 'POST',
+      url: '/api/v1/custom-data-sources',
+      key,
+      body: { name: 'N', slug: 'nf' },
+    });
+    expect(ds.status).toBe(201);
+    await notFound(await t.call({ url: '/api/v1/custom-data-sources/nf/rows/nope', key }), 'external_id');
+    await notFound(await t.call({ url: '/api/v1/custom-data-sources/NOPE/rows/nope', key }), 'id_or_slug');
+    // Named in the body: the conversation a message is sent to.
+    const message = { content: 'hello', conversation_id: unknownId.toUpperCase() };
+    await notFound(await t.call({ method: 'POST', url: '/api/v1/messages', key, body: message }), 'conversation_id');
+  });
+
   it('a content type other than JSON answers 400 bad_request', async () => {
     const r = await t.call({
       method: 'POST',

@@ -155,7 +155,7 @@ describe('MCP over the SDK client', () => {
         error: { code: 'missing_required_parameter', param: 'files' },
       });
       const unknown = await client.callTool({ name: 'get_app', arguments: { name: 'no-such-app' } });
-      expect(unknown.structuredContent).toMatchObject({ error: { code: 'not_found' } });
+      expect(unknown.structuredContent).toMatchObject({ error: { code: 'not_found', param: 'name' } });
       const extra = await client.callTool({ name: 'list_apps', arguments: { bogus: 1 } });
       expect(extra.structuredContent).toMatchObject({ error: { code: 'validation_error', param: 'bogus' } });
       await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);

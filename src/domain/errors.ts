@@ -37,7 +37,11 @@ export class DomainError extends Error {
 }
 
 export class NotFoundError extends DomainError {
-  constructor(what: string, id?: string) {
+  /** `id`: the identifier as the request gave it; the HTTP layer names the parameter that held it. */
+  constructor(
+    what: string,
+    readonly id?: string,
+  ) {
     super('not_found', id === undefined ? `No such ${what}.` : `No such ${what}: '${id}'.`);
   }
 }

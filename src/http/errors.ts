@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isForeignKeyViolation, isInputRejected, isQueryCanceled, isUniqueViolation } from '../db/errors.js';
-import { DomainError, type ErrorCode } from '../domain/errors.js';
+import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
 
 export type ErrorType =
@@ -237,6 +237,23 @@ export function clientErrorHandler(publicUrl: string | undefined) {
  * A statement the database refused because of what it was given (a duplicate, a missing
  * reference, a value it cannot store): the client's error, answered alike over REST and MCP.
  */
+/**
+ * The `param` of a domain error: its own, or for a resource not found, the request parameter that
+ * named it: the first of `places` (path parameters, then the body or a tool's arguments) holding
+ * the identifier at its top level (UUIDs are compared without regard to case).
+ */
+export function paramOf(error: DomainError, ...places: unknown[]): string | undefined {
+  if (error.param !== undefined || !(error instanceof NotFoundError) || error.id === undefined) return error.param;
+  const id = error.id.toLowerCase();
+  for (const place of places) {
+    if (typeof place !== 'object' || place === null || Array.isArray(place)) continue;
+    for (const [name, value] of Object.entries(place)) {
+      if (typeof value === 'string' && value.toLowerCase() === id) return name;
+    }
+  }
+  return undefined;
+}
+
 export function fromDatabase(error: unknown): { code: ErrorCode; message: string } | undefined {
   if (isUniqueViolation(error)) return { code: 'conflict', message: 'The resource conflicts with an existing one.' };
   if (isForeignKeyViolation(error)) {
@@ -265,7 +282,9 @@ export function registerErrorHandling(app: FastifyInstance, publicUrl: string | 
   };
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof DomainError) return send(request, reply, error.code, error.message, error.param);
+    if (error instanceof DomainError) {
+      return send(request, reply, error.code, error.message, paramOf(error, request.params, request.body));
+    }
     if (error.validation && error.validation.length > 0) {
       const first = error.validation[0] as ErrorObject;
       const mapped = fromValidation(error.validationContext ?? 'body', first);

@@ -20,7 +20,7 @@ import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
-import { errorBody, fromDatabase, publicOrigin, summarize } from '../http/errors.js';
+import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
@@ -139,7 +139,9 @@ export function registerMcpRoutes(
         ) as Record<string, unknown>;
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
       } catch (error) {
-        if (error instanceof DomainError) return toolError(error.code, error.message, error.param);
+        if (error instanceof DomainError) {
+          return toolError(error.code, error.message, paramOf(error, call.params.arguments));
+        }
         const refused = fromDatabase(error);
         if (refused) return toolError(refused.code, refused.message);
         const eventId = newId();
