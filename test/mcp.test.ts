@@ -45,6 +45,17 @@ const rpc = (body: unknown, headers: Record<string, string> = {}, apiKey = key) 
 // biome-ignore lint/suspicious/noExplicitAny: raw JSON-RPC answers are read loosely.
 const json = (response: Response): Promise<any> => response.json();
 
+/**
+ * A tool error's spec error object, read from its JSON text: an error carries no
+ * `structuredContent`, which would have to match the tool's `outputSchema`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: raw tool results are read loosely.
+function errorOf(result: any) {
+  expect(result.isError).toBe(true);
+  expect(result.structuredContent).toBeUndefined();
+  return JSON.parse(result.content[0].text).error;
+}
+
 const initialize = (protocolVersion: string, id = 1) => ({
   jsonrpc: '2.0',
   id,
@@ -131,11 +142,23 @@ describe('MCP over the SDK client', () => {
       expect(names).not.toContain('create_app');
       expect(names).not.toContain('list_workflows');
       const denied = await client.callTool({ name: 'create_app', arguments: { name: 'nope' } });
-      expect(denied.isError).toBe(true);
-      expect(denied.structuredContent).toMatchObject({
-        error: { type: 'permission_error', code: 'insufficient_scope' },
-      });
+      expect(errorOf(denied)).toMatchObject({ type: 'permission_error', code: 'insufficient_scope' });
       expect((await t.call({ url: '/api/v1/apps', key: readOnly })).body.data).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a tool error reaches a client that checks results against the tools' output schemas", async () => {
+    const client = await connect(key);
+    try {
+      // Listing the tools makes the SDK's client check each result against its tool's outputSchema.
+      const { tools } = await client.listTools();
+      expect(tools.find((tool) => tool.name === 'get_app')?.outputSchema).toBeDefined();
+      const unknown = await client.callTool({ name: 'get_app', arguments: { name: 'no-such-app' } });
+      expect(errorOf(unknown)).toMatchObject({ code: 'not_found', param: 'name' });
+      const bad = await client.callTool({ name: 'create_app', arguments: { name: '' } });
+      expect(errorOf(bad)).toMatchObject({ code: 'validation_error', param: 'name' });
     } finally {
       await client.close();
     }
@@ -145,19 +168,16 @@ describe('MCP over the SDK client', () => {
     const client = await connect(key);
     try {
       const bad = await client.callTool({ name: 'create_app', arguments: { name: '' } });
-      expect(bad.isError).toBe(true);
-      expect(bad.structuredContent).toMatchObject({ error: { code: 'validation_error', param: 'name' } });
+      expect(errorOf(bad)).toMatchObject({ code: 'validation_error', param: 'name' });
       const missing = await client.callTool({
         name: 'commit_app_files',
         arguments: { name: 'from-mcp', message: 'm' },
       });
-      expect(missing.structuredContent).toMatchObject({
-        error: { code: 'missing_required_parameter', param: 'files' },
-      });
+      expect(errorOf(missing)).toMatchObject({ code: 'missing_required_parameter', param: 'files' });
       const unknown = await client.callTool({ name: 'get_app', arguments: { name: 'no-such-app' } });
-      expect(unknown.structuredContent).toMatchObject({ error: { code: 'not_found', param: 'name' } });
+      expect(errorOf(unknown)).toMatchObject({ code: 'not_found', param: 'name' });
       const extra = await client.callTool({ name: 'list_apps', arguments: { bogus: 1 } });
-      expect(extra.structuredContent).toMatchObject({ error: { code: 'validation_error', param: 'bogus' } });
+      expect(errorOf(extra)).toMatchObject({ code: 'validation_error', param: 'bogus' });
       await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
     } finally {
       await client.close();
@@ -178,10 +198,8 @@ describe('MCP tool errors as over REST', () => {
       const answer = await call(9, 'create_app', args);
       expect(answer.status).toBe(200);
       const body = await json(answer);
-      expect(body, JSON.stringify(body)).toMatchObject({
-        id: 9,
-        result: { isError: true, structuredContent: { error: { code: 'validation_error', param } } },
-      });
+      expect(body.id).toBe(9);
+      expect(errorOf(body.result), JSON.stringify(body)).toMatchObject({ code: 'validation_error', param });
     }
     // Outside a tool's arguments, such text is the transport's refusal, whatever the arguments hold.
     for (const body of [
@@ -215,8 +233,8 @@ describe('MCP tool errors as over REST', () => {
         const rest = await t.call({ url: '/api/v1/apps', key });
         expect(rest.body.error.code).toBe(code);
         const body = await json(await call(3, 'list_apps', '{}'));
-        expect(body.result.structuredContent.error.code).toBe(code);
-        expect(body.result.structuredContent.error.event_id).toBeUndefined();
+        expect(errorOf(body.result).code).toBe(code);
+        expect(errorOf(body.result).event_id).toBeUndefined();
       }
     } finally {
       t.services.apps.listApps = listApps;

@@ -35,7 +35,13 @@ async function mcpTool(key: string, name: string, args: Record<string, unknown>)
     body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
   });
   if (r.status !== 200 || !r.body?.result) throw new Error(`mcp ${name}: ${r.status} ${r.text}`);
-  return r.body.result as { isError?: boolean; structuredContent: Record<string, Json> };
+  const result = r.body.result;
+  // A tool error is its JSON text (no structuredContent); a record, the structured content.
+  if (result.isError) expect(result.structuredContent).toBeUndefined();
+  return {
+    isError: result.isError as boolean | undefined,
+    answer: (result.isError ? JSON.parse(result.content[0].text) : result.structuredContent) as Record<string, Json>,
+  };
 }
 
 /** One outcome shape for REST and MCP: the error (code, param, message) or the record. */
@@ -49,10 +55,10 @@ const fromRest = (r: { status: number; body: Json }): Outcome => ({
   error: r.status >= 400 ? r.body.error : undefined,
   record: r.status < 400 ? r.body : undefined,
 });
-const fromMcp = (r: { isError?: boolean; structuredContent: Record<string, Json> }): Outcome => ({
+const fromMcp = (r: { isError?: boolean | undefined; answer: Record<string, Json> }): Outcome => ({
   status: undefined,
-  error: r.isError ? r.structuredContent.error : undefined,
-  record: r.isError ? undefined : r.structuredContent,
+  error: r.isError ? r.answer.error : undefined,
+  record: r.isError ? undefined : r.answer,
 });
 
 describe('POST /users (create or update by e-mail)', () => {
@@ -322,17 +328,17 @@ describe('Admin can never be granted (spec: Authentication 7)', () => {
     const { tenantId, key } = await t.tenant(['accounts:write']);
     const refused = await mcpTool(key, 'upsert_user', { email: 'o@example.com', role: 'ADMIN' });
     expect(refused.isError).toBe(true);
-    expect(refused.structuredContent.error).toMatchObject({ code: 'validation_error', param: 'role' });
+    expect(refused.answer.error).toMatchObject({ code: 'validation_error', param: 'role' });
     const user = await mcpTool(key, 'upsert_user', { email: 'o@example.com', permissions: ['tasks.view'] });
-    expect(user.structuredContent).toMatchObject({ object: 'user', email: 'o@example.com' });
-    const userId = user.structuredContent.id;
+    expect(user.answer).toMatchObject({ object: 'user', email: 'o@example.com' });
+    const userId = user.answer.id;
     const add = await mcpTool(key, 'add_user_permissions', { user_id: userId, permissions: [' Admin'] });
-    expect(add.structuredContent.error).toMatchObject({ code: 'validation_error', param: 'permissions[0]' });
+    expect(add.answer.error).toMatchObject({ code: 'validation_error', param: 'permissions[0]' });
     const removed = await mcpTool(key, 'remove_user_permission', { user_id: userId, permission_id: 'tasks.view' });
-    expect(removed.structuredContent).toMatchObject({ object: 'deleted', deleted: true });
+    expect(removed.answer).toMatchObject({ object: 'deleted', deleted: true });
     const reader = await t.key(tenantId, ['accounts:read']);
     const denied = await mcpTool(reader, 'upsert_user', { email: 'p@example.com' });
-    expect(denied.structuredContent.error).toMatchObject({ code: 'insufficient_scope' });
+    expect(denied.answer.error).toMatchObject({ code: 'insufficient_scope' });
     expect((await t.call({ url: `/api/v1/users/${userId}`, key })).body).toMatchObject({
       role: 'agent',
       permissions: [],

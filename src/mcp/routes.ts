@@ -44,7 +44,7 @@ const INSTRUCTIONS =
   'Tools for one workspace of an AI support-agent platform: apps, knowledge (sources, documents, ' +
   'translations, knowledge gaps, custom and smart data sources), tasks, users, simulations, coverage, ' +
   "workflows, analytics and the agent. You see only the tools your API key's scopes allow. Errors come " +
-  'back as tool errors whose structured content is {"error": {type, code, message, param, doc_url}}.';
+  'back as tool errors (isError) whose text is the JSON {"error": {type, code, message, param, doc_url}}.';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -110,11 +110,10 @@ export function registerMcpRoutes(
       eventId?: string,
     ): CallToolResult => {
       const { body } = errorBody(origin, code, message, param, eventId);
-      return {
-        isError: true,
-        content: [{ type: 'text', text: JSON.stringify(body) }],
-        structuredContent: body as unknown as Record<string, unknown>,
-      };
+      // The error as JSON text only: `structuredContent` must match the tool's `outputSchema` (its
+      // success record), and the SDK's client refuses a result whose structured content does not,
+      // error or not, so the caller would never see the error.
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     };
     const server = new Server(
       { name: 'workspace-api', version: API_VERSION },
