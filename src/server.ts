@@ -201,7 +201,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     };
     route.preParsing = [authenticate, ...hookList(route.preParsing)];
   });
-  registerIdempotency(app, db, logError);
+  registerIdempotency(app, db, secrets, logError);
 
   mountOperations(app, OPERATIONS, services);
   registerMcpRoutes(app, {

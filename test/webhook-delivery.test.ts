@@ -864,6 +864,55 @@ describe('signing secrets sealed at rest (SECRETS_KEY)', () => {
     await deliveredUnder(tenantId, key, [next, endpoint.secret], 'Bo');
   });
 
+  it('an answer showing a secret, kept to replay under Idempotency-Key, is sealed as the secret is (REST and MCP)', async () => {
+    const { tenantId, key } = await sealed.tenant();
+    const kept = async (idempotencyKey: string) =>
+      (
+        await sealed.database.db
+          .selectFrom('idempotency_keys')
+          .select('response_body')
+          .where('tenant_id', '=', tenantId)
+          .where('key', '=', idempotencyKey)
+          .executeTakeFirstOrThrow()
+      ).response_body as string;
+    const create = () =>
+      sealed.call({
+        method: 'POST',
+        url: '/api/v1/webhook-endpoints',
+        key,
+        body: { url: receiver.url, events: ['*'] },
+        headers: { 'idempotency-key': 'create-sealed' },
+      });
+    const first = await create();
+    expect(first.status).toBe(201);
+    const replay = await create();
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    const secret = first.body.secret as string;
+    expect(await kept('create-sealed')).toMatch(/^sealed1\./);
+    expect(await kept('create-sealed')).not.toContain(secret.slice('whsec_'.length));
+
+    const rotate = () =>
+      sealed.call({
+        method: 'POST',
+        url: '/api/v1/mcp',
+        key,
+        headers: { accept: 'application/json, text/event-stream', 'idempotency-key': 'rotate-sealed' },
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'rotate_webhook_secret', arguments: { endpoint_id: first.body.id } },
+        },
+      });
+    const rotated = await rotate();
+    const next = rotated.body.result.structuredContent.secret as string;
+    expect(next).toMatch(/^whsec_/);
+    expect((await rotate()).body).toEqual(rotated.body);
+    expect(await kept('rotate-sealed')).toMatch(/^sealed1\./);
+    expect(await kept('rotate-sealed')).not.toContain(next.slice('whsec_'.length));
+  });
+
   it('a change of key: with the old one as SECRETS_KEY_PREVIOUS every message verifies, and start-up moves the secrets under the new one', async () => {
     const { tenantId, key } = await sealed.tenant();
     const endpoint = await createEndpoint(key, {}, sealed);

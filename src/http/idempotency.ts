@@ -4,15 +4,23 @@
 // does a repeat while the first is still running.
 // A request answered with a Server-Sent Events stream keeps its key, but a stream cannot be
 // replayed: once it ends, a repeat answers 409 `conflict` rather than running again.
+// While a request runs, its key is leased: the lease is renewed as long as it runs, so a repeat
+// waits (409) for a long one, but once its server has stopped mid-request (a crash) the lease runs
+// out and a repeat runs again, as after a 5xx.
+// An answer holding a secret shown once (a webhook signing secret) is kept sealed, as the secret
+// itself is (src/lib/secret-box.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { ConflictError, ValidationError } from '../domain/errors.js';
 import { sha256Hex } from '../lib/ids.js';
+import { type SecretBox, SecretBoxError } from '../lib/secret-box.js';
 import { hookList } from './hooks.js';
 import { asksForEventStream } from './negotiation.js';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
+/** How long a running request's key stays reserved without being renewed (renewed every third of it). */
+export const IDEMPOTENCY_LEASE_SECONDS = 60;
 const HEADER = 'idempotency-key';
 /** The content type recorded for a key whose answer was a stream: there is no body to replay. */
 const STREAMED = 'text/event-stream';
@@ -20,6 +28,10 @@ const STREAMED = 'text/event-stream';
 declare module 'fastify' {
   interface FastifyRequest {
     idempotencyKey: string | null;
+  }
+  interface FastifyContextConfig {
+    /** The route's answers may show a secret once: a copy kept to replay one is sealed. */
+    secretAnswer?: boolean;
   }
 }
 
@@ -44,7 +56,16 @@ function requestHash(request: FastifyRequest): string {
   return sha256Hex(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`);
 }
 
-export function registerIdempotency(app: FastifyInstance, db: Db, onError: (error: unknown) => void): void {
+/** What a stored answer is bound to when sealed: a sealed answer does not open under another key. */
+const sealContext = (tenantId: string, key: string) => `idempotency:${tenantId}:${key}`;
+
+export function registerIdempotency(
+  app: FastifyInstance,
+  db: Db,
+  secrets: SecretBox,
+  onError: (error: unknown) => void,
+  { leaseSeconds = IDEMPOTENCY_LEASE_SECONDS }: { leaseSeconds?: number } = {},
+): void {
   app.decorateRequest('idempotencyKey', null);
 
   /** Reserves the key, or answers from what is stored. Runs after authentication and validation. */
@@ -56,7 +77,9 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
     }
     const tenantId = request.auth.tenantId;
     const hash = requestHash(request);
-    // Reserve the key, taking over a record older than the retention window.
+    // Reserve the key, taking over a record older than the retention window, or the reservation of
+    // a request whose lease ran out (its server stopped while it ran). A running request's
+    // `created_at` is its lease's start, renewed below.
     const reserved = await sql<{ key: string }>`
       insert into idempotency_keys (tenant_id, key, request_hash, created_at)
       values (${tenantId}, ${header}, ${hash}, now())
@@ -64,9 +87,22 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
         set request_hash = excluded.request_hash, status_code = null, content_type = null,
             response_body = null, created_at = now()
         where idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+           or (idempotency_keys.status_code is null
+               and idempotency_keys.created_at < now() - make_interval(secs => ${leaseSeconds}))
       returning key`.execute(db);
     if (reserved.rows.length > 0) {
       request.idempotencyKey = header;
+      const renewal = setInterval(() => {
+        db.updateTable('idempotency_keys')
+          .set({ created_at: sql`now()` })
+          .where('tenant_id', '=', tenantId)
+          .where('key', '=', header)
+          .where('status_code', 'is', null)
+          .execute()
+          .catch(onError);
+      }, (leaseSeconds * 1000) / 3);
+      renewal.unref();
+      reply.raw.once('close', () => clearInterval(renewal));
       // A stream's answer bypasses `store`: once it ends, the key is recorded as used by a stream
       // (an answer sent as JSON instead, such as an error, has been stored and released it).
       if (asksForEventStream(request.headers.accept)) {
@@ -104,9 +140,21 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
         'Idempotency-Key',
       );
     }
+    let body = stored.response_body;
+    if (body !== null && secrets.isSealed(body)) {
+      try {
+        body = secrets.open(body, sealContext(tenantId, header));
+      } catch (error) {
+        if (!(error instanceof SecretBoxError)) throw error;
+        throw new ConflictError(
+          'The answer stored under this Idempotency-Key can no longer be opened (SECRETS_KEY changed); use a new key.',
+          'Idempotency-Key',
+        );
+      }
+    }
     reply.header('idempotent-replayed', 'true');
     reply.code(stored.status_code).type(stored.content_type ?? 'application/json; charset=utf-8');
-    return reply.send(stored.response_body);
+    return reply.send(body);
   };
 
   /** Stores the answer under the reserved key (or frees the key when there is nothing to replay). */
@@ -125,7 +173,9 @@ export function registerIdempotency(app: FastifyInstance, db: Db, onError: (erro
           .set({
             status_code: reply.statusCode,
             content_type: String(reply.getHeader('content-type') ?? 'application/json; charset=utf-8'),
-            response_body: payload,
+            response_body: request.routeOptions.config.secretAnswer
+              ? secrets.seal(payload, sealContext(where.tenant, key))
+              : payload,
           })
           .where('tenant_id', '=', where.tenant)
           .where('key', '=', key)

@@ -159,7 +159,8 @@ export function registerMcpRoutes(
     scope.post(
       PATH,
       {
-        config: { authenticated: true },
+        // A tool's answer may show a secret once (a webhook signing secret).
+        config: { authenticated: true, secretAnswer: true },
         schema: {
           tags: ['MCP'],
           operationId: 'mcpPost',

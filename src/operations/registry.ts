@@ -58,6 +58,8 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   destructive?: boolean;
   /** Repeating the call with the same input changes nothing more. */
   idempotent?: boolean;
+  /** The answer shows a secret once: a copy kept to replay it (Idempotency-Key) is sealed as the secret is. */
+  secretAnswer?: boolean;
   handler: (ctx: OperationContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
@@ -78,6 +80,7 @@ export interface Operation {
   errors?: ErrorCode[];
   destructive?: boolean;
   idempotent?: boolean;
+  secretAnswer?: boolean;
   handler: (ctx: OperationContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
 
@@ -150,7 +153,7 @@ export function mountOperations(app: FastifyInstance, operations: Operation[], s
     app.route({
       method: op.method,
       url: op.path,
-      config: { operation: op },
+      config: { operation: op, ...(op.secretAnswer ? { secretAnswer: true } : {}) },
       // Fastify reads no body for GET: nothing to refuse, and no hook on the hottest reads.
       ...(op.method === 'GET' ? {} : { preValidation: op.body ? emptyBodyAsObject : refuseBody }),
       schema: {

@@ -103,6 +103,7 @@ export const webhookOperations = [
     ),
     response: EndpointWithSecret,
     status: 201,
+    secretAnswer: true,
     handler: ({ tenantId, body, services }) => services.webhooks.createEndpoint(tenantId, body),
   }),
   defineOperation({
@@ -179,6 +180,7 @@ export const webhookOperations = [
       'the new one: `webhook-signature` then carries two signatures, so receivers can switch without losing events.',
     params: EndpointParams,
     response: EndpointWithSecret,
+    secretAnswer: true,
     handler: ({ tenantId, params, services }) => services.webhooks.rotateSecret(tenantId, params.endpoint_id),
   }),
   defineOperation({
