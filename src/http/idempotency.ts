@@ -92,15 +92,18 @@ export function registerIdempotency(
       returning key`.execute(db);
     if (reserved.rows.length > 0) {
       request.idempotencyKey = header;
-      const renewal = setInterval(() => {
-        db.updateTable('idempotency_keys')
-          .set({ created_at: sql`now()` })
-          .where('tenant_id', '=', tenantId)
-          .where('key', '=', header)
-          .where('status_code', 'is', null)
-          .execute()
-          .catch(onError);
-      }, (leaseSeconds * 1000) / 3);
+      const renewal = setInterval(
+        () => {
+          db.updateTable('idempotency_keys')
+            .set({ created_at: sql`now()` })
+            .where('tenant_id', '=', tenantId)
+            .where('key', '=', header)
+            .where('status_code', 'is', null)
+            .execute()
+            .catch(onError);
+        },
+        (leaseSeconds * 1000) / 3,
+      );
       renewal.unref();
       reply.raw.once('close', () => clearInterval(renewal));
       // A stream's answer bypasses `store`: once it ends, the key is recorded as used by a stream

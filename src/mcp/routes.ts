@@ -174,7 +174,10 @@ export function registerMcpRoutes(
       async (request: FastifyRequest, reply: FastifyReply) => {
         const auth = request.auth as AuthContext;
         checkOrigin(request);
-        const decoded = jsonText((request.body as Buffer | undefined) ?? Buffer.alloc(0), request.headers['content-type']);
+        const decoded = jsonText(
+          (request.body as Buffer | undefined) ?? Buffer.alloc(0),
+          request.headers['content-type'],
+        );
         if ('problem' in decoded) return reply.code(400).send(jsonRpcError(-32700, `Parse error: ${decoded.problem}`));
         let message: unknown;
         try {
