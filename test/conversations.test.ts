@@ -153,7 +153,7 @@ describe('built-in rule 1: client functions and workflows named in the message',
   it('calls a client function named in the message with key=value arguments typed by its schema', async () => {
     const { key } = await t.tenant();
     const sent = await send(key, {
-      content: 'Please get weather city="New York" days=3 unit=c',
+      content: 'Please get weather city="New York" days=3 unit=c toString=evil constructor=x',
       client_functions: [WEATHER],
     });
     expect(sent.status).toBe(200);

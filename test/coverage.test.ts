@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLlmJudge } from '../src/domain/coverage/judge.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
@@ -381,6 +382,9 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
   let judged: string[] = [];
   let server: http.Server;
   let app: TestApp;
+  let port: number;
+  const passwordOnly = (prompt: string) => (prompt.includes('reset my password') ? 'YES' : 'NO');
+  let answerFor: (prompt: string) => string = passwordOnly;
 
   beforeAll(async () => {
     // A scripted OpenAI-compatible server: says YES only for the password question.
@@ -393,7 +397,7 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
         const request = JSON.parse(body) as { model: string; messages: { role: string; content: string }[] };
         const prompt = request.messages.find((m) => m.role === 'user')?.content ?? '';
         judged.push(prompt.split('\n')[0] ?? '');
-        const answer = prompt.includes('reset my password') ? 'YES' : 'NO';
+        const answer = answerFor(prompt);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
           JSON.stringify({
@@ -406,7 +410,7 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
+    ({ port } = server.address() as AddressInfo);
     app = await startTestApp({ LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_MODEL: 'judge-model' });
   });
   afterAll(async () => {
@@ -435,5 +439,27 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
       { domain: 'shipping', covered: 0, total: 1, percentage: 0 },
     ]);
     expect(judged.sort()).toEqual(['Question: How do I reset my password?', 'Question: What is your refund policy?']);
+  });
+
+  it('takes the word YES or NO as the verdict; a reply that only starts like one ("NOT SURE") is none', async () => {
+    const judge = createLlmJudge({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'judge-model', timeoutMs: 5000 });
+    const passages = [{ title: 'Refunds', content: 'Refunds take five days.' }] as Parameters<typeof judge.answers>[1];
+    try {
+      for (const [reply, verdict] of [
+        ['YES', true],
+        ['Yes.', true],
+        ['no', false],
+        ['NO, they do not', false],
+      ] as const) {
+        answerFor = () => reply;
+        expect(await judge.answers('How long do refunds take?', passages), reply).toBe(verdict);
+      }
+      for (const reply of ['NOT SURE', 'NONE', 'Nope', 'YESTERDAY', 'maybe']) {
+        answerFor = () => reply;
+        await expect(judge.answers('How long do refunds take?', passages), reply).rejects.toThrow(/neither YES nor NO/);
+      }
+    } finally {
+      answerFor = passwordOnly;
+    }
   });
 });

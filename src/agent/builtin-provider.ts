@@ -50,7 +50,8 @@ export function argumentsFor(tool: ToolSpec, pairs: Record<string, string>): Rec
   const declared = properties && typeof properties === 'object' && Object.keys(properties).length > 0;
   const args: Record<string, unknown> = {};
   for (const [key, raw] of Object.entries(pairs)) {
-    if (declared && !(key in properties)) continue;
+    // Own properties only: `toString=…` in a message is no declared argument.
+    if (declared && !Object.hasOwn(properties, key)) continue;
     const type = declared ? properties[key]?.type : undefined;
     if ((type === 'number' || type === 'integer') && raw.trim() !== '' && Number.isFinite(Number(raw))) {
       args[key] = Number(raw);

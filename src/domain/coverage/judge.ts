@@ -30,8 +30,10 @@ export function createLlmJudge(options: JudgeModelOptions): CoverageJudge {
         signal,
       });
       const text = reply.trim().toUpperCase();
-      if (text.startsWith('YES')) return true;
-      if (text.startsWith('NO')) return false;
+      // The word itself, not its start: "NOT SURE" or "NONE" is no verdict.
+      const verdict = /^(YES|NO)\b/.exec(text)?.[1];
+      if (verdict === 'YES') return true;
+      if (verdict === 'NO') return false;
       throw new JudgeError(`The LLM judge answered neither YES nor NO: '${text.slice(0, 40)}'.`);
     },
   };
