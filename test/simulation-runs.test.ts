@@ -1,12 +1,12 @@
 // Simulation runs: played on the job queue through the agent's turn engine, one verdict per case
 // (answer by meaning, tool call with arguments as a subset, handoff to the expected agent,
 // no_answer as a declined answer), live counts and rate, imported cases replayed, a run that
-// survives its worker dying mid-way, failed runs, and the LLM judge against a scripted
-// OpenAI-compatible server.
+// survives its worker dying mid-way, failed runs, a dataset deleted while its run plays, and the
+// LLM judge against a scripted OpenAI-compatible server.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
 import { createJobQueue } from '../src/jobs/queue.js';
 import { buildApp } from '../src/server.js';
@@ -171,6 +171,32 @@ async function subscribeToRuns(key: string, tenantId: string) {
     return events.map((e) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).data.run);
   };
 }
+
+/**
+ * What a run deleted with its dataset left: the tenant's conversations and simulation marks, and
+ * how the run's job ended.
+ */
+async function leftBehind(app: TestApp, tenantId: string, runId: string) {
+  const db = app.database.db;
+  const conversations = await db.selectFrom('conversations').select('id').where('tenant_id', '=', tenantId).execute();
+  const marks = await db
+    .selectFrom('simulation_conversations')
+    .select('conversation_id')
+    .where('tenant_id', '=', tenantId)
+    .execute();
+  const job = await db
+    .selectFrom('jobs')
+    .select(['status', 'last_error'])
+    .where('payload', '@>', sql<never>`${JSON.stringify({ run_id: runId })}::jsonb`)
+    .executeTakeFirstOrThrow();
+  return { conversations, marks, job };
+}
+const NOTHING_LEFT = { conversations: [], marks: [], job: { status: 'succeeded', last_error: null } };
+
+/** For `lockWaiters`: a lock request waiting for a session that itself waits for the caller's. */
+const QUEUED_BEHIND = sql`exists (
+  select 1 from pg_locks b where not b.granted and b.pid = any(pg_blocking_pids(pg_locks.pid))
+    and pg_backend_pid() = any(pg_blocking_pids(b.pid)))`;
 
 describe('a run of every expected type', () => {
   it('passes and fails exactly the cases it should: 8 cases, 4 passed, 4 failed, success_rate 0.5', async () => {
@@ -875,6 +901,54 @@ describe('stopping the server mid-run', () => {
       await c.close();
     }
   });
+});
+
+// PostgreSQL only: second sessions pause the runner and hold rows while the delete comes in. On
+// PGlite transactions never interleave, so there is nothing to force.
+describe('deleting the dataset while its run plays', () => {
+  it.runIf(usingPostgres)(
+    "a turn's last write and the delete wait for each other: 200, the turn never fails, nothing is left",
+    async () => {
+      const { tenantId, key } = await t.tenant();
+      const ds = await newDataset(key);
+      await addCase(key, ds, { question: 'What is the airspeed of a swallow?', expected_type: 'no_answer' });
+      const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+      // The runner's engine reports a turn that failed unexpectedly on stderr.
+      const stderr = vi.spyOn(process.stderr, 'write');
+      try {
+        const db = t.database.db;
+        await db.connection().execute((pause) =>
+          db.connection().execute(async (hold) => {
+            // The turn reads the workflows (its tools) once its conversation and messages exist.
+            await sql`begin`.execute(pause);
+            await sql`lock table workflows in access exclusive mode`.execute(pause);
+            const played = t.jobs.runUntilIdle();
+            expect(await lockWaiters(pause, sql`relation = 'workflows'::regclass`)).toBe(1);
+            // The agent's message is held, so the turn's last write waits for it.
+            await sql`begin`.execute(hold);
+            await sql`select 1 from messages where tenant_id = ${tenantId} and author = 'agent' for update`.execute(
+              hold,
+            );
+            await sql`commit`.execute(pause);
+            expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+            // The delete comes in and waits for that write.
+            const deleting = t.call({ method: 'DELETE', url: `/api/v1/simulation/datasets/${ds}`, key });
+            expect(await lockWaiters(hold, QUEUED_BEHIND)).toBe(1);
+            await sql`commit`.execute(hold);
+            const deleted = await deleting;
+            expect(deleted.status).toBe(200);
+            expect(deleted.body).toEqual({ id: ds, object: 'deleted', deleted: true });
+            await played;
+          }),
+        );
+        const written = stderr.mock.calls.map(([chunk]) => String(chunk));
+        expect(written.filter((line) => line.includes('agent turn failed'))).toEqual([]);
+      } finally {
+        stderr.mockRestore();
+      }
+      expect(await leftBehind(t, tenantId, run.body.id)).toEqual(NOTHING_LEFT);
+    },
+  );
 });
 
 describe('the LLM judge', () => {

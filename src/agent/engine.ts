@@ -466,9 +466,26 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   }
 
   /**
-   * Writes the turn's state and its message (status, text so far, citations) in `trx`. The final
-   * write also records the error, and leaves alone a turn that lost its conversation (its lease
-   * lapsed and the next turn marked it FAILED): that verdict stands.
+   * Locks the turn's conversation row in `trx` before the turn's own rows are written. Deleting a
+   * conversation (a simulation dataset deleted mid-run deletes the ones its runs play) locks it
+   * and then, by cascade, its messages and their turns; a write holding the turn's message while
+   * it waits for the conversation would deadlock with that delete. Taken first, it waits instead.
+   */
+  async function lockConversation(trx: Db, rt: Runtime) {
+    await trx
+      .selectFrom('conversations')
+      .select('id')
+      .where('tenant_id', '=', rt.tenantId)
+      .where('id', '=', rt.conversationId)
+      .forNoKeyUpdate()
+      .execute();
+  }
+
+  /**
+   * Writes the turn's state and its message (status, text so far, citations) in `trx`, its
+   * conversation locked first. The final write also records the error, and leaves alone a turn
+   * that lost its conversation (its lease lapsed and the next turn marked it FAILED): that verdict
+   * stands.
    */
   async function writeTurn(
     trx: Db,
@@ -476,6 +493,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     status: 'IN_PROGRESS' | 'WAITING_CLIENT' | 'COMPLETED' | 'FAILED',
     final?: { error: unknown },
   ) {
+    await lockConversation(trx, rt);
     await trx
       .updateTable('agent_turns')
       .set({
@@ -775,6 +793,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           message: `The turn's result could not be stored; it was logged (event ${eventId}).`,
         };
         await db.transaction().execute(async (trx) => {
+          await lockConversation(trx, rt);
           await trx
             .updateTable('messages')
             .set({ status, error: JSON.stringify(error), updated_at: new Date() })
