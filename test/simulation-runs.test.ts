@@ -949,17 +949,62 @@ describe('deleting the dataset while its run plays', () => {
       expect(await leftBehind(t, tenantId, run.body.id)).toEqual(NOTHING_LEFT);
     },
   );
+
+  it.runIf(usingPostgres)(
+    'a case recorded while the delete runs waits for it: 200, the run stops, nothing is left',
+    async () => {
+      const { tenantId, key } = await t.tenant();
+      const ds = await newDataset(key);
+      // With overrides, the runner reads the workflows before it starts a case's conversation.
+      for (const question of ['First?', 'Second?']) {
+        await addCase(key, ds, { question, expected_type: 'no_answer', tool_call_overrides: { lookup_order: {} } });
+      }
+      const run = await post(key, `/api/v1/simulation/datasets/${ds}/runs`, {});
+      const db = t.database.db;
+      await db.connection().execute((hold) =>
+        db.connection().execute(async (pause) => {
+          // The first case's result is held: the runner skips it, and the delete waits for it.
+          await sql`begin`.execute(hold);
+          await sql`select 1 from simulation_results where run_id = ${run.body.id} and position = 1 for update`.execute(
+            hold,
+          );
+          await sql`begin`.execute(pause);
+          await sql`lock table workflows in access exclusive mode`.execute(pause);
+          const played = t.jobs.runUntilIdle();
+          // The runner has claimed the second case and has not started its conversation.
+          expect(await lockWaiters(pause, sql`relation = 'workflows'::regclass`)).toBe(1);
+          const deleting = t.call({ method: 'DELETE', url: `/api/v1/simulation/datasets/${ds}`, key });
+          // The delete has taken the run and waits for the held result.
+          expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+          // The second case plays, in a conversation the delete never saw; its verdict's record
+          // waits for the delete.
+          await sql`commit`.execute(pause);
+          expect(await lockWaiters(hold, QUEUED_BEHIND)).toBe(1);
+          await sql`commit`.execute(hold);
+          expect((await deleting).status).toBe(200);
+          await played;
+        }),
+      );
+      expect(await leftBehind(t, tenantId, run.body.id)).toEqual(NOTHING_LEFT);
+    },
+  );
 });
 
 describe('the LLM judge', () => {
   let llm: TestApp;
   let server: Server;
   const judged: { model: string; authorization: string | undefined; prompt: string }[] = [];
+  /** Receives the verdict of a case marked "(judged late)", held until the test sends it. */
+  let lateVerdict: ((send: () => void) => void) | undefined;
 
   beforeAll(async () => {
     // A scripted OpenAI-compatible server: the agent answers, the judge grades.
     let baseUrl: string;
     ({ server, baseUrl } = await chatServer(({ body, system, last, req, res }, reply) => {
+      if (system.startsWith('You grade') && last.includes('(judged late)')) {
+        lateVerdict?.(() => reply(`Verdict: ${JSON.stringify({ pass: true, score: 1, rationale: 'Late.' })}`));
+        return;
+      }
       if (system.startsWith('You grade') && last.includes('judge is down')) {
         res.writeHead(503).end();
         return;
@@ -984,6 +1029,7 @@ describe('the LLM judge', () => {
   });
   afterAll(async () => {
     await llm?.close();
+    server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   });
 
@@ -1048,4 +1094,43 @@ describe('the LLM judge', () => {
       evaluation: { method: 'llm_judge', error: 'The LLM judge did not answer with a JSON verdict.' },
     });
   });
+
+  // PostgreSQL only: a second session holds the case's conversation under the delete. The delete
+  // takes the run before the conversation, as recording a case does, or the two would deadlock.
+  it.runIf(usingPostgres)(
+    'a verdict recorded after the dataset delete took its conversation waits for the delete: 200, nothing is left',
+    async () => {
+      const { tenantId, key } = await llm.tenant();
+      const ds = await newDataset(key, undefined, llm);
+      await addCase(
+        key,
+        ds,
+        { question: 'Refunds? (judged late)', expected_type: 'answer', expected_answer: 'About two weeks.' },
+        llm,
+      );
+      const judging = new Promise<() => void>((resolve) => {
+        lateVerdict = resolve;
+      });
+      const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key });
+      const played = llm.jobs.runUntilIdle();
+      // The turn has ended and been written; the judge holds the verdict.
+      const sendVerdict = await judging;
+      await llm.database.db.connection().execute(async (hold) => {
+        // The customer's message is held: the delete takes the conversation, then waits for it.
+        await sql`begin`.execute(hold);
+        await sql`select 1 from messages where tenant_id = ${tenantId} and author = 'customer' for update`.execute(
+          hold,
+        );
+        const deleting = llm.call({ method: 'DELETE', url: `/api/v1/simulation/datasets/${ds}`, key });
+        expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+        // The verdict's record waits for the delete.
+        sendVerdict();
+        expect(await lockWaiters(hold, QUEUED_BEHIND)).toBe(1);
+        await sql`commit`.execute(hold);
+        expect((await deleting).status).toBe(200);
+      });
+      await played;
+      expect(await leftBehind(llm, tenantId, run.body.id)).toEqual(NOTHING_LEFT);
+    },
+  );
 });

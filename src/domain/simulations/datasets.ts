@@ -355,7 +355,9 @@ export function createDatasetStore({ db }: { db: Db }) {
 
     /**
      * Deletes a dataset with its test cases, runs and results, and the conversations its runs
-     * played (they exist only for the simulation).
+     * played (they exist only for the simulation). It may run while the runs play: their rows are
+     * locked in the order recording a case takes them (the run, its conversation, its result), so
+     * the delete and a case being recorded wait for each other rather than deadlock.
      */
     async deleteDataset(tenantId: string, datasetId: string) {
       return db.transaction().execute(async (trx) => {
@@ -372,6 +374,8 @@ export function createDatasetStore({ db }: { db: Db }) {
           .select('id')
           .where('tenant_id', '=', tenantId)
           .where('dataset_id', '=', datasetId);
+        // The runs before their conversations: the cascade below would take them after.
+        await runIds.orderBy('id').forUpdate().execute();
         await trx
           .deleteFrom('conversations')
           .where('tenant_id', '=', tenantId)

@@ -418,9 +418,19 @@ export function createRunService(deps: RunnerDeps) {
     conversationId: string | undefined,
   ): Promise<boolean> {
     return db.transaction().execute(async (trx) => {
+      // The run is locked first: deleting its dataset locks the runs before their conversations
+      // and results (./datasets.ts), so a case recorded meanwhile waits for that delete (and then
+      // finds its result gone) or the delete waits for it, never both.
+      await trx
+        .selectFrom('simulation_runs')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', runId)
+        .forNoKeyUpdate()
+        .execute();
       // The simulated conversation goes with the verdict (its transcript is in the outcome), so
-      // customers' conversation lists and analytics never keep it. A worker that lost its lease
-      // deletes its own conversation too.
+      // customers' conversation lists and analytics never keep it. A worker that lost its lease,
+      // or whose run was deleted, deletes its own conversation too.
       await deleteConversation(trx, tenantId, conversationId);
       const updated = await trx
         .updateTable('simulation_results')
