@@ -101,27 +101,28 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema),
   );
 
-  // An empty body reads as no body, so bodiless POSTs work whatever the client sends.
-  const jsonParser = app.getDefaultJsonParser('error', 'error');
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
+  // JSON.parse, then one walk (src/lib/json-body.ts) for what may not be stored or copied, a
+  // `__proto__` key included (what Fastify's secure-json-parse refuses, without naming it).
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const decoded = jsonText(body as Buffer, request.headers['content-type']);
     if ('problem' in decoded) return done(new BadRequestError(decoded.problem));
-    const text = decoded.text;
-    if (text.trim() === '') return done(null, undefined);
-    jsonParser(request, text, (error: Error | null, value?: unknown) => {
-      if (error) return done(error);
-      const problem = jsonProblem(value);
-      if (problem !== undefined) {
-        return done(
-          problem.param === ''
-            ? new BadRequestError(problem.message)
-            : new ValidationError(problem.param, problem.message),
-        );
-      }
-      done(null, value);
-    });
+    // An empty body reads as no body, so bodiless POSTs work whatever the client sends.
+    if (decoded.text.trim() === '') return done(null, undefined);
+    let value: unknown;
+    try {
+      value = JSON.parse(decoded.text);
+    } catch {
+      return done(new BadRequestError('The request body is not valid JSON.'));
+    }
+    const problem = jsonProblem(value);
+    if (problem === undefined) return done(null, value);
+    done(
+      problem.forbiddenKey || problem.param === ''
+        ? new BadRequestError(problem.message, problem.param || undefined)
+        : new ValidationError(problem.param, problem.message),
+    );
   });
 
   app.addSchema(ErrorSchema);

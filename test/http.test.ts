@@ -152,9 +152,23 @@ describe('malformed requests', () => {
     expectError(await t.call({ method: 'POST', url: '/api/v1/apps', key }), 422, 'missing_required_parameter', 'name');
   });
 
-  it('__proto__ keys are refused, not merged', async () => {
+  it('__proto__ and constructor.prototype keys are refused, not merged, and named', async () => {
     const r = await postJson('/api/v1/apps', '{"name":"p","__proto__":{"admin":true}}');
-    expectError(r, 400, 'bad_request');
+    expect(expectError(r, 400, 'bad_request').param).toBe('__proto__');
+    const nested = await postJson(
+      '/api/v1/sources',
+      '{"name":"x","source_type":"manual","additional_info":{"constructor":{"prototype":{"a":1}}}}',
+    );
+    expect(expectError(nested, 400, 'bad_request')).toMatchObject({
+      param: 'additional_info.constructor',
+      message: expect.stringContaining('not accepted'),
+    });
+    // A key named constructor without a prototype in it is data like any other.
+    const plain = await postJson(
+      '/api/v1/sources',
+      '{"name":"y","source_type":"manual","additional_info":{"constructor":"Acme"}}',
+    );
+    expect(plain.status, plain.text).toBe(201);
   });
 
   it("requests Node's HTTP parser refuses answer in the error shape too (400, 413 for oversized headers)", async () => {

@@ -211,6 +211,18 @@ describe('MCP tool errors as over REST', () => {
       expect(refused.status, body).toBe(400);
       expect(await json(refused)).toMatchObject({ id: null, error: { code: -32600 } });
     }
+    // So is a __proto__ key, anywhere: the SDK's copy of the arguments would make it a prototype.
+    for (const args of [
+      '{"name":"p","__proto__":{"description":"x"}}',
+      '{"name":"q","description":{"constructor":{"prototype":{}}}}',
+    ]) {
+      const refused = await call(5, 'create_app', args);
+      expect(refused.status, args).toBe(400);
+      expect(await json(refused)).toMatchObject({
+        id: null,
+        error: { code: -32600, message: expect.stringContaining('not accepted') },
+      });
+    }
     // Nesting past the bound is the transport's refusal, arguments included (the SDK walks them).
     const deep = `${'{"a":'.repeat(70)}1${'}'.repeat(70)}`;
     const nested = await call(4, 'create_app', `{"name":"n","description":${deep}}`);

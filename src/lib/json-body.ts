@@ -10,6 +10,9 @@
 //   the insert would fail without saying which field.
 // - a number beyond what a double holds (`1e400`): JSON.parse reads it as Infinity, which would be
 //   stored as null.
+// - a `__proto__` key, or a `constructor` key holding a `prototype`: what the REST body parser
+//   refuses (secure-json-parse). JSON.parse keeps such a key, but any copy made by assignment (the
+//   MCP SDK's argument parsing) turns it into the copy's prototype, silently.
 // The walk is iterative, so any depth is safe.
 export const MAX_JSON_DEPTH = 64;
 
@@ -28,6 +31,8 @@ export interface JsonProblem {
   /** Where: a body field's path (`files[1].path`); for nesting, the top-level field. */
   param: string;
   message: string;
+  /** A `__proto__` or `constructor.prototype` key: a malformed body rather than a bad value. */
+  forbiddenKey?: true;
 }
 
 interface Entry {
@@ -48,7 +53,8 @@ const pathOf = (entry: Entry): string => {
 
 /**
  * The first problem of a parsed JSON value (see above), or undefined. With `nestingOnly`, only
- * the depth is checked (text and numbers are left to whoever reads them).
+ * its structure is checked, depth and prototype keys (text and numbers are left to whoever reads
+ * them).
  */
 export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH, nestingOnly = false): JsonProblem | undefined {
   const stack: Entry[] = [{ value, depth: 0, parent: undefined, key: undefined }];
@@ -81,6 +87,17 @@ export function jsonProblem(value: unknown, max = MAX_JSON_DEPTH, nestingOnly = 
       });
     } else {
       for (const [key, item] of Object.entries(current)) {
+        if (
+          key === '__proto__' ||
+          (key === 'constructor' && typeof item === 'object' && item !== null && 'prototype' in item)
+        ) {
+          const param = pathOf({ value: item, depth: depth + 1, parent: entry, key });
+          return {
+            param,
+            message: `${param} is a key that is not accepted (__proto__, constructor.prototype).`,
+            forbiddenKey: true,
+          };
+        }
         const problem = nestingOnly ? undefined : textProblem(key);
         if (problem !== undefined) {
           const param = pathOf(entry);
