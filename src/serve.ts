@@ -7,6 +7,7 @@ import { createOwnerService } from './domain/owners.js';
 import { ALL_SCOPES } from './domain/scopes.js';
 import type { TenantService } from './domain/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
+import { connectRedis } from './lib/redis.js';
 import { buildApp } from './server.js';
 
 const HOUR_MS = 3_600_000;
@@ -41,13 +42,7 @@ export async function serve(config: Config): Promise<void> {
     preparedStatements: config.databasePreparedStatements,
   });
   await migrateToLatest(database.db);
-  // Loaded only when configured: a server without Redis does not hold its client.
-  const redis = config.redisUrl
-    ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false })
-    : undefined;
-  redis?.on('error', () => {
-    /* reported by the rate limiter's skipOnError path; ioredis reconnects by itself */
-  });
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
 
   const { app, services, jobs } = await buildApp({ config, db: database.db, redis });
   const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');

@@ -26,6 +26,7 @@ import { registerIdempotency } from './http/idempotency.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { jsonProblem, jsonText } from './lib/json-body.js';
+import { reportRedisOutages } from './lib/redis.js';
 import { createSecretBox } from './lib/secret-box.js';
 import { registerMcpRoutes } from './mcp/routes.js';
 import { OPERATIONS } from './operations/index.js';
@@ -170,6 +171,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   app.addHook('preClose', async () => services.agent.close());
 
   await registerOpenApi(app);
+  if (redis) reportRedisOutages(redis, app.log);
   registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,
     redis,

@@ -2,13 +2,14 @@
 // schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { connectRedis } from '../src/lib/redis.js';
 import { type App, buildApp } from '../src/server.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -16,6 +17,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export interface TestApp extends App {
   config: Config;
   database: DatabaseHandle;
+  /** The app's Redis client, when it has one. */
+  redis: Redis | undefined;
   /** A JSON request; `key` sets X-API-Key. */
   call(options: CallOptions): Promise<CallResult>;
   /** Creates a tenant and a key with the given scopes (every scope by default). */
@@ -61,6 +64,8 @@ export async function lockWaiters<DB>(session: Kysely<DB>, where: RawBuilder<unk
 export interface TestAppOptions {
   /** Share rate-limit counters between apps (Redis runs only). */
   redisNamespace?: string;
+  /** Redis at this URL rather than TEST_REDIS_URL's (one that does not answer, say). */
+  redisUrl?: string;
   /** Start the job queue's poller (tests otherwise run jobs with `await t.jobs.runUntilIdle()`). */
   startJobs?: boolean;
   /** Receives the app's JSON log lines. */
@@ -78,7 +83,9 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   }
   const database = await openDatabase({ url: process.env.TEST_DATABASE_URL, schema });
   await migrateToLatest(database.db);
-  const redis = process.env.TEST_REDIS_URL ? new Redis(process.env.TEST_REDIS_URL) : undefined;
+  // The server's own client (src/lib/redis.ts), so tests see Redis as the server does.
+  const redisUrl = options.redisUrl ?? process.env.TEST_REDIS_URL;
+  const redis = redisUrl ? await connectRedis(redisUrl) : undefined;
   const built = await buildApp({
     config,
     db: database.db,
@@ -121,6 +128,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     ...built,
     config,
     database,
+    redis,
     call,
     key,
     async tenant(scopes = ALL_SCOPES) {

@@ -1,6 +1,7 @@
 // MCP concurrency slots (spec: Limits, "MCP concurrency: limited; brief wait for a slot, then
 // 429"): at most MCP_MAX_CONCURRENT requests at once, per process, or across every instance
 // through Redis when REDIS_URL is set. A request waits up to MCP_SLOT_WAIT_MS for a slot.
+// While Redis does not answer, the slots of this process stand in, so MCP keeps serving.
 import type { Redis } from 'ioredis';
 import { newId } from '../lib/ids.js';
 
@@ -53,17 +54,29 @@ return 0`;
 const LEASE_MS = 120_000;
 const POLL_MS = 25;
 
+/**
+ * Slots shared through Redis, or this process's own (up to `max` too) when Redis does not answer.
+ * A slot is released where it was taken: a slot taken in Redis to Redis, a local one locally.
+ */
 export function createRedisSlots(redis: Redis, max: number, key: string): SlotPool {
+  const local = createLocalSlots(max);
   return {
     async acquire(waitMs) {
       const id = newId();
       const deadline = Date.now() + waitMs;
       for (;;) {
         const now = Date.now();
-        const got = await redis.eval(ACQUIRE, 1, key, now, max, now + LEASE_MS, id, LEASE_MS);
+        let got: unknown;
+        try {
+          got = await redis.eval(ACQUIRE, 1, key, now, max, now + LEASE_MS, id, LEASE_MS);
+        } catch {
+          // Counted per instance rather than failed; the outage is logged by reportRedisOutages.
+          return local.acquire(Math.max(0, deadline - Date.now()));
+        }
         if (got === 1) {
           return async () => {
-            await redis.zrem(key, id);
+            // A slot Redis cannot take back now frees itself when its lease runs out.
+            await redis.zrem(key, id).catch(() => {});
           };
         }
         if (Date.now() + POLL_MS > deadline) return null;
