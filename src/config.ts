@@ -37,6 +37,8 @@ export interface Config {
   jobStopGraceMs: number;
   /** One webhook delivery attempt may take this long (WEBHOOK_TIMEOUT_MS). */
   webhookTimeoutMs: number;
+  /** Webhook deliveries one process attempts at once, in a job lane of their own (WEBHOOK_CONCURRENCY). */
+  webhookConcurrency: number;
   /** Delay before the first webhook retry, doubling per attempt (WEBHOOK_RETRY_BASE_MS). */
   webhookRetryBaseMs: number;
   /** Longest delay between two webhook attempts (WEBHOOK_RETRY_MAX_MS). */
@@ -183,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobPollMs: int(env, 'JOB_POLL_MS', 1000, 10, 600_000),
     jobStopGraceMs: int(env, 'JOB_STOP_GRACE_MS', 10_000, 0, 600_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),

@@ -15,6 +15,7 @@ import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
 import { BadRequestError, ValidationError } from './domain/errors.js';
+import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
 import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
@@ -140,6 +141,10 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     log: app.log,
     pollMs: config.jobPollMs,
     stopGraceMs: config.jobStopGraceMs,
+    // A delivery waits on the receiver (up to WEBHOOK_TIMEOUT_MS): in a lane of their own, slow
+    // receivers hold up other deliveries at most, never a sync, a run or an evaluation. Waiting
+    // costs little here, so the lane takes more at once than the default one.
+    lanes: [{ name: 'webhook-delivery', kinds: [WEBHOOK_DELIVERY_JOB], concurrency: config.webhookConcurrency }],
   });
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
   const secrets = createSecretBox(config.secretsKey, config.secretsKeyPrevious);

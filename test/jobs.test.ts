@@ -1,6 +1,6 @@
 // The durable job queue: jobs in the database, claimed with FOR UPDATE SKIP LOCKED under a lease,
-// deduplicated by key, retried with exponential backoff, taken over when their worker dies, and
-// never run twice by several workers on one database.
+// deduplicated by key, retried with exponential backoff, taken over when their worker dies,
+// never run twice by several workers on one database, and run in lanes that never wait on each other.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
@@ -262,6 +262,62 @@ describe('job queue', () => {
     await last.runUntilIdle();
     expect(await jobRow(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(runs).toBe(4);
+  });
+
+  it('a lane runs its kinds on workers of its own: with its slots all held, a job of another kind still runs', async () => {
+    const slow = uniqueKind('slow');
+    const other = uniqueKind('other');
+    const held: (() => void)[] = [];
+    const q = queue({ pollMs: 10, concurrency: 2, lanes: [{ name: 'slow', kinds: [slow], concurrency: 2 }] });
+    q.register(slow, () => new Promise<void>((resolve) => held.push(resolve)));
+    q.register(other, async () => {});
+    const slowIds: string[] = [];
+    for (let i = 0; i < 3; i++) slowIds.push((await q.enqueue(t.database.db, { kind: slow, tenantId })).id);
+    q.start();
+    try {
+      // The lane's two slots are taken; its third job waits for one.
+      await waitFor(async () => held.length === 2);
+      const { id } = await q.enqueue(t.database.db, { kind: other, tenantId });
+      await waitFor(async () => (await jobRow(id)).status === 'succeeded');
+      expect(held).toHaveLength(2);
+      const states = await Promise.all(slowIds.map(async (slowId) => (await jobRow(slowId)).status));
+      expect(states.sort()).toEqual(['queued', 'running', 'running']);
+      // Released, the held jobs end and the third takes a freed slot.
+      for (const release of held.splice(0)) release();
+      await waitFor(async () => held.length === 1);
+      held[0]?.();
+      for (const slowId of slowIds) await waitFor(async () => (await jobRow(slowId)).status === 'succeeded');
+    } finally {
+      for (const release of held) release();
+      await q.stop();
+    }
+  });
+
+  it('runUntilIdle drains every lane', async () => {
+    const laned = uniqueKind('laned');
+    const plain = uniqueKind('plain');
+    const q = queue({ lanes: [{ name: 'own', kinds: [laned], concurrency: 1 }] });
+    const ran: string[] = [];
+    q.register(laned, async () => void ran.push('laned'));
+    q.register(plain, async () => void ran.push('plain'));
+    const a = await q.enqueue(t.database.db, { kind: laned, tenantId });
+    const b = await q.enqueue(t.database.db, { kind: plain, tenantId });
+    await q.runUntilIdle();
+    expect(ran.sort()).toEqual(['laned', 'plain']);
+    expect((await jobRow(a.id)).status).toBe('succeeded');
+    expect((await jobRow(b.id)).status).toBe('succeeded');
+  });
+
+  it('a kind named by two lanes, or a lane without a slot, is refused when the queue is made', () => {
+    expect(() =>
+      queue({
+        lanes: [
+          { name: 'a', kinds: ['x'], concurrency: 1 },
+          { name: 'b', kinds: ['x'], concurrency: 1 },
+        ],
+      }),
+    ).toThrow(/'x' is named by two lanes/);
+    expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 0 }] })).toThrow(/at least 1/);
   });
 
   it('several workers on one database never run a job twice', async () => {

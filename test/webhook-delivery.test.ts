@@ -2,7 +2,8 @@
 // ALLOW_PRIVATE_TARGETS=true) signed per Standard Webhooks, every signature verified with the
 // `standardwebhooks` library; retries with the same `webhook-id`, replays, secret rotation, a
 // restart between a failed attempt and its retry, the delivery-time SSRF check, the 5-day
-// disabling (time injected through the handler's clock), tenant isolation and scopes.
+// disabling (time injected through the handler's clock), tenant isolation and scopes, and the
+// deliveries' own job lane: receivers that hold their answers open hold up no other kind of job.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -59,6 +60,46 @@ async function startReceiver() {
         server.close(() => resolve());
       }),
   };
+}
+
+/** A receiver that keeps every request waiting, unanswered, until `answerAll()`. */
+async function startHoldingReceiver() {
+  const waiting: http.ServerResponse[] = [];
+  let holding = true;
+  let givenUp = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    if (!holding) return void res.writeHead(200).end('ok');
+    waiting.push(res);
+    // The caller closed the connection before an answer: its attempt timed out or was stopped.
+    res.on('close', () => {
+      if (!res.writableEnded) givenUp++;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/held`,
+    waiting,
+    givenUp: () => givenUp,
+    answerAll() {
+      holding = false;
+      for (const res of waiting.splice(0)) res.writeHead(200).end('ok');
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await sleep(20);
+  }
 }
 
 let t: TestApp;
@@ -799,6 +840,50 @@ describe('webhook delivery', () => {
       .executeTakeFirst();
     expect(event).toBeDefined(); // still needed by the pending delivery
     await t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${failing.id}`, key });
+  });
+
+  it('receivers that hold their answers open take only the delivery lane’s slots: another tenant’s sync still runs', async () => {
+    const held = await startHoldingReceiver();
+    // Two delivery slots, as many as the other kinds have, and attempts that outlast the test.
+    const app = await startTestApp(
+      { ...ENV, WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_CONCURRENCY: '2', JOB_POLL_MS: '20' },
+      { startJobs: true },
+    );
+    try {
+      const slow = await app.tenant();
+      const endpoint = await createEndpoint(slow.key, { url: held.url }, app);
+      for (const name of ['Ada', 'Bea', 'Cyd']) await createUser(slow.tenantId, slow.key, name, app);
+      // Both slots wait on the receiver; the third delivery waits for a slot.
+      await waitFor(() => held.waiting.length === 2);
+
+      const other = await app.tenant();
+      const source = await app.call({
+        method: 'POST',
+        url: '/api/v1/sources',
+        key: other.key,
+        body: { name: 'Handbook', source_type: 'manual' },
+      });
+      expect(source.status, source.text).toBe(201);
+      const sync = await app.call({ method: 'POST', url: `/api/v1/sources/${source.body.id}/sync`, key: other.key });
+      expect(sync.status, sync.text).toBe(202);
+      await waitFor(async () => {
+        const r = await app.call({ url: `/api/v1/sources/${source.body.id}`, key: other.key });
+        return r.body.sync_status === 'synced';
+      });
+      // The sync ran while the deliveries still waited: none answered or given up, none more begun.
+      expect(held.waiting).toHaveLength(2);
+      expect(held.givenUp()).toBe(0);
+
+      held.answerAll();
+      await waitFor(async () => {
+        const log = await deliveries(slow.key, endpoint.id, app);
+        return log.length === 3 && log.every((d: { status: string }) => d.status === 'succeeded');
+      });
+    } finally {
+      held.answerAll();
+      await app.close();
+      await held.close();
+    }
   });
 
   it('deleting an endpoint drops its queued attempts', async () => {

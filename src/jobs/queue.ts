@@ -15,6 +15,9 @@
 //   is `failed` with `last_error`.
 // - No transaction is ever held open around a handler (on PGlite a transaction holds the whole
 //   database): claiming and finishing are single statements.
+// - Workers are split in lanes, each claiming only its own kinds up to its own concurrency: a
+//   kind that waits on the outside world (a webhook delivery on a slow receiver) takes the slots
+//   of its lane, never those the other kinds need. Every kind no lane names is in the default one.
 import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { Database } from '../db/schema.js';
@@ -69,8 +72,10 @@ export interface JobQueueOptions {
   log: JobLog;
   /** How often an idle worker looks for due jobs. */
   pollMs?: number;
-  /** Handlers run at once by this process. */
+  /** Handlers of the default lane (every kind no other lane names) run at once by this process. */
   concurrency?: number;
+  /** Lanes besides the default one, each with workers of its own for its kinds. */
+  lanes?: JobLane[];
   /** A claimed job belongs to its worker this long without a heartbeat. */
   leaseMs?: number;
   /** First retry delay; doubles with each attempt, capped at `maxBackoffMs`. */
@@ -78,6 +83,15 @@ export interface JobQueueOptions {
   maxBackoffMs?: number;
   /** How long `stop()` waits for running handlers before aborting them. */
   stopGraceMs?: number;
+}
+
+/** A pool of workers for some job kinds: only it claims them, and it claims nothing else. */
+export interface JobLane {
+  /** For the log. */
+  name: string;
+  kinds: string[];
+  /** Handlers of this lane run at once by this process. */
+  concurrency: number;
 }
 
 /** The queue: anything with `selectFrom` works as the handle, so enqueueing joins a caller's transaction. */
@@ -105,6 +119,13 @@ type JobRow = {
   lock_token: string;
 };
 
+interface Lane {
+  name: string;
+  concurrency: number;
+  /** A poll of this lane is under way: another one would only claim past its concurrency. */
+  polling: boolean;
+}
+
 /** A claimed job and the token that proves this worker still owns it. */
 export interface Claim {
   job: Job;
@@ -123,7 +144,22 @@ export function createJobQueue(options: JobQueueOptions) {
   };
   const handlers = new Map<string, JobHandler>();
   const kindOptions = new Map<string, JobKindOptions>();
-  const running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  const defaultLane: Lane = { name: 'default', concurrency: cfg.concurrency, polling: false };
+  const lanes = [defaultLane];
+  const laneOfKind = new Map<string, Lane>();
+  for (const { name, kinds, concurrency } of options.lanes ?? []) {
+    if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
+      throw new Error(`job lane '${name}' needs a concurrency of at least 1, got ${concurrency}`);
+    }
+    const lane: Lane = { name, concurrency, polling: false };
+    lanes.push(lane);
+    for (const kind of kinds) {
+      if (laneOfKind.has(kind)) throw new Error(`job kind '${kind}' is named by two lanes`);
+      laneOfKind.set(kind, lane);
+    }
+  }
+  const laneOf = (kind: string) => laneOfKind.get(kind) ?? defaultLane;
+  const running = new Map<string, { promise: Promise<void>; abort: AbortController; lane: Lane }>();
   const schedules: { name: string; everyMs: number; task: () => Promise<void>; timer?: NodeJS.Timeout }[] = [];
   // Finished jobs are kept a week for inspection, then swept.
   schedules.push({
@@ -135,13 +171,14 @@ export function createJobQueue(options: JobQueueOptions) {
   });
   let started = false;
   let pollTimer: NodeJS.Timeout | undefined;
-  let polling = false;
 
   const backoff = (attempts: number) => Math.min(cfg.backoffMs * 2 ** Math.max(attempts - 1, 0), cfg.maxBackoffMs);
 
-  /** Claims the next due job of a kind this process handles, or one whose lease expired. */
-  async function claim(): Promise<Claim | undefined> {
-    const kinds = [...handlers.keys()];
+  /**
+   * Claims the next due job of one of `kinds` (by default every kind this process handles, of
+   * every lane), or one whose lease expired.
+   */
+  async function claim(kinds = [...handlers.keys()]): Promise<Claim | undefined> {
     if (kinds.length === 0) return undefined;
     const token = newId();
     const result = await sql<JobRow>`
@@ -258,7 +295,7 @@ export function createJobQueue(options: JobQueueOptions) {
       Math.max(Math.floor(cfg.leaseMs / 3), 10),
     );
     timer.unref();
-    const entry = { abort, promise: Promise.resolve() };
+    const entry = { abort, promise: Promise.resolve(), lane: laneOf(job.kind) };
     running.set(job.id, entry);
     try {
       if (job.attempts > job.maxAttempts) {
@@ -292,13 +329,19 @@ export function createJobQueue(options: JobQueueOptions) {
     }
   }
 
-  /** Claims and starts jobs while this process has free slots. */
+  /** Claims and starts jobs while a lane has free slots; the lanes fill theirs side by side. */
   async function poll(): Promise<void> {
-    if (polling) return;
-    polling = true;
+    await Promise.all(lanes.map(fill));
+  }
+
+  async function fill(lane: Lane): Promise<void> {
+    if (lane.polling) return;
+    lane.polling = true;
+    const kinds = [...handlers.keys()].filter((kind) => laneOf(kind) === lane);
+    const busy = () => [...running.values()].filter((r) => r.lane === lane).length;
     try {
-      while (started && running.size < cfg.concurrency) {
-        const claimed = await claim();
+      while (started && busy() < lane.concurrency) {
+        const claimed = await claim(kinds);
         if (!claimed) break;
         const entry = run(claimed).catch((error) =>
           log.error({ job_id: claimed.job.id, err: describe(error) }, 'job bookkeeping failed'),
@@ -307,9 +350,9 @@ export function createJobQueue(options: JobQueueOptions) {
         if (slot) slot.promise = entry;
       }
     } catch (error) {
-      log.warn({ err: describe(error) }, 'job poll failed');
+      log.warn({ lane: lane.name, err: describe(error) }, 'job poll failed');
     } finally {
-      polling = false;
+      lane.polling = false;
     }
   }
 
@@ -407,7 +450,7 @@ export function createJobQueue(options: JobQueueOptions) {
       }
     },
 
-    /** For tests and tools: runs due jobs one after another until none is due. */
+    /** For tests and tools: runs due jobs of every lane one after another until none is due. */
     async runUntilIdle(): Promise<void> {
       for (;;) {
         const claimed = await claim();
