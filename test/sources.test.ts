@@ -736,7 +736,14 @@ describe('access', () => {
 
 describe('SSRF guard', () => {
   it('tells public addresses from private, loopback, link-local, unique-local and mapped ones', () => {
-    for (const address of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2002:0808:0808::1']) {
+    for (const address of [
+      '8.8.8.8',
+      '1.1.1.1',
+      '2606:4700:4700::1111',
+      '::ffff:8.8.8.8',
+      '::ffff:0:8.8.8.8',
+      '2002:0808:0808::1',
+    ]) {
       expect(isPublicAddress(address), address).toBe(true);
     }
     for (const address of [
@@ -757,6 +764,8 @@ describe('SSRF guard', () => {
       '::ffff:127.0.0.1',
       '::ffff:7f00:1',
       '::ffff:169.254.169.254',
+      '::ffff:0:7f00:1',
+      '::ffff:0:10.0.0.1',
       '64:ff9b::a9fe:a9fe',
       '2002:7f00:0001::1',
       'ff02::1',

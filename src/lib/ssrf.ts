@@ -80,11 +80,13 @@ function ipv6Bytes(address: string): number[] | undefined {
   return bytes;
 }
 
-/** The IPv4 address an IPv6 address carries: mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16). */
+/** The IPv4 address an IPv6 address carries: mapped (::ffff:0:0/96), translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16). */
 function embeddedIPv4(bytes: number[]): string | undefined {
   const zero = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
   const quad = (from: number) => bytes.slice(from, from + 4).join('.');
   if (zero(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return quad(12);
+  // IPv4-translated (::ffff:0:0/96, RFC 2765 SIIT): a translator reaches the IPv4 address.
+  if (zero(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(10, 12)) return quad(12);
   if (bytes[0] === 0x00 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(4, 12)) return quad(12);
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return quad(2);
   return undefined;
