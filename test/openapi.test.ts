@@ -44,12 +44,36 @@ describe('OpenAPI document', () => {
       expect(entry, `${op.method} ${op.path}`).toBeDefined();
       expect(entry.operationId).toBe(op.id);
       expect(entry.security).toEqual([{ ScopedAPIKeyAuth: [op.scope] }]);
-      for (const status of ['401', '403', '422', '429', '500']) {
+      // 413: headers over 16 KB reach any operation, and a body over the limit any that is sent one.
+      for (const status of ['401', '403', '413', '422', '429', '500']) {
         expect(entry.responses[status], `${op.id} ${status}`).toBeDefined();
       }
       if (op.params) expect(entry.responses['404'], `${op.id} 404`).toBeDefined();
       expect(entry.responses[String(op.status ?? 200)]).toBeDefined();
     }
+  });
+
+  it('every POST taking a key takes Idempotency-Key, may answer 409, and says when an answer is a replay', () => {
+    const posts = Object.entries(doc.paths).flatMap(([path, item]) =>
+      // biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
+      (item as any).post?.security?.some((s: object) => 'ScopedAPIKeyAuth' in s) ? [[path, (item as any).post]] : [],
+    );
+    expect(posts.map(([path]) => path)).toEqual(expect.arrayContaining(['/api/v1/tasks', '/api/v1/mcp']));
+    for (const [path, post] of posts) {
+      expect(
+        post.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key'),
+        path,
+      ).toMatchObject({ in: 'header', required: false, schema: { minLength: 1, maxLength: 255 } });
+      const success = Object.keys(post.responses).filter((status) => status.startsWith('2'));
+      for (const status of success) expect(post.responses[status].headers?.['Idempotent-Replayed'], path).toBeDefined();
+      expect(post.responses['409'], path).toBeDefined();
+    }
+  });
+
+  it('a body none of whose fields is required may be left out; one with a required field may not', () => {
+    expect(doc.paths['/api/v1/sources/{source_id}'].put.requestBody.required).toBe(false);
+    expect(doc.paths['/api/v1/webhook-endpoints/{endpoint_id}'].patch.requestBody.required).toBe(false);
+    expect(doc.paths['/api/v1/tasks'].post.requestBody.required).toBe(true);
   });
 
   it('a query parameter with a default (limit) is optional to clients', () => {

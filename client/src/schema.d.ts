@@ -3328,6 +3328,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3359,7 +3368,10 @@ export interface operations {
     createAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3376,6 +3388,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3562,6 +3576,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3593,7 +3616,10 @@ export interface operations {
     getDashboardAnalytics: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3621,6 +3647,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3689,6 +3717,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3813,6 +3850,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3844,7 +3890,10 @@ export interface operations {
     createApp: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3861,6 +3910,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4043,6 +4094,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4126,6 +4186,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4256,6 +4325,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4287,7 +4365,10 @@ export interface operations {
     commitAppFiles: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description Letters, digits, `.`, `_` and `-`, starting with a letter or digit. */
                 name: string;
@@ -4310,6 +4391,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4370,6 +4453,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4501,6 +4593,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4618,6 +4719,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4726,6 +4836,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4908,6 +5027,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4997,6 +5125,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5132,6 +5269,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5163,7 +5309,10 @@ export interface operations {
     startCoverageEvaluation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5182,6 +5331,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5250,6 +5401,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5395,6 +5555,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5506,6 +5675,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5537,7 +5715,10 @@ export interface operations {
     startQuestionExtraction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5556,6 +5737,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5728,6 +5911,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5834,6 +6026,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5865,7 +6066,10 @@ export interface operations {
     createReferential: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5880,6 +6084,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6060,6 +6266,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6143,6 +6358,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6404,6 +6628,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6435,7 +6668,10 @@ export interface operations {
     addReferentialQuestions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 referential_id: string;
@@ -6458,6 +6694,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6525,6 +6763,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6657,6 +6904,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6688,7 +6944,10 @@ export interface operations {
     createCustomDataSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6714,6 +6973,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6912,6 +7173,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6995,6 +7265,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7124,6 +7403,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7224,6 +7512,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7486,6 +7783,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7517,7 +7823,10 @@ export interface operations {
     upsertCustomDataSourceRows: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The source id (a UUID) or its slug. */
                 id_or_slug: string;
@@ -7549,6 +7858,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7619,6 +7930,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7659,7 +7979,10 @@ export interface operations {
     clearCustomDataSourceRows: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The source id (a UUID) or its slug. */
                 id_or_slug: string;
@@ -7671,6 +7994,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7710,6 +8035,24 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7835,6 +8178,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7866,7 +8218,10 @@ export interface operations {
     createDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7890,6 +8245,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8084,6 +8441,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8167,6 +8533,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8299,6 +8674,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8330,7 +8714,10 @@ export interface operations {
     addDocumentTranslation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 document_id: string;
@@ -8353,6 +8740,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8472,11 +8861,14 @@ export interface operations {
     bulkDeleteDocuments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     document_ids?: string[];
@@ -8493,6 +8885,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8523,6 +8917,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8658,6 +9061,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8775,6 +9187,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8806,14 +9227,17 @@ export interface operations {
     applyKnowledgeUpdateRequest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -8831,6 +9255,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8954,7 +9380,10 @@ export interface operations {
     resolveKnowledgeUpdateRequest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
@@ -8966,6 +9395,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9049,6 +9480,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9080,7 +9520,10 @@ export interface operations {
     reviewKnowledgeUpdateRequest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 knowledge_update_request_id: string;
@@ -9100,6 +9543,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9241,7 +9686,10 @@ export interface operations {
     mcpPost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9250,16 +9698,30 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Idempotency-Key reused with another request, or while the first runs */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9307,6 +9769,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9599,6 +10063,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9630,14 +10103,17 @@ export interface operations {
     continueMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /** @description Functions the application lends the agent for this turn. */
@@ -9661,6 +10137,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9830,7 +10308,10 @@ export interface operations {
     createMessageFeedback: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
@@ -9850,6 +10331,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9968,7 +10451,10 @@ export interface operations {
     submitFunctionResults: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 message_id: string;
@@ -9989,6 +10475,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10177,6 +10665,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10208,7 +10705,10 @@ export interface operations {
     createSimulationDataset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10234,6 +10734,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10422,6 +10924,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10513,6 +11024,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10544,7 +11064,10 @@ export interface operations {
     importSimulationConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
@@ -10553,7 +11076,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -10570,6 +11093,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10821,6 +11346,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10852,14 +11386,17 @@ export interface operations {
     createSimulationRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -10874,6 +11411,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11125,6 +11664,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11156,7 +11704,10 @@ export interface operations {
     createSimulationTestCase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 dataset_id: string;
@@ -11200,6 +11751,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11288,6 +11841,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11398,6 +11960,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11498,6 +12069,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11529,7 +12109,10 @@ export interface operations {
     createSimulationPersona: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11545,6 +12128,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11738,6 +12323,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11918,6 +12512,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12025,6 +12628,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12056,7 +12668,10 @@ export interface operations {
     createSmartSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12073,6 +12688,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12121,6 +12738,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12246,6 +12872,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12337,6 +12972,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12368,7 +13012,10 @@ export interface operations {
     ingestSmartSourceRows: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
@@ -12400,6 +13047,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12519,7 +13168,10 @@ export interface operations {
     purgeSmartSourceRows: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 smart_source_id: string;
@@ -12531,6 +13183,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12570,6 +13224,24 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12695,6 +13367,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12726,7 +13407,10 @@ export interface operations {
     createSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12752,6 +13436,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -12810,6 +13496,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12945,6 +13640,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12983,7 +13687,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /** @description Free-form data kept with the source. */
@@ -13178,6 +13882,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13209,7 +13922,10 @@ export interface operations {
     syncSource: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 source_id: string;
@@ -13221,6 +13937,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13266,6 +13984,24 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13391,6 +14127,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13422,7 +14167,10 @@ export interface operations {
     createTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13443,6 +14191,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13501,6 +14251,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13628,6 +14387,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13773,6 +14541,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13804,7 +14581,10 @@ export interface operations {
     addTaskComment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The task UUID or its identifier `TASK-<n>`. */
                 task_id: string;
@@ -13829,6 +14609,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -13904,6 +14686,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14059,6 +14850,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14090,7 +14890,10 @@ export interface operations {
     linkTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The task UUID or its identifier `TASK-<n>`. */
                 task_id: string;
@@ -14117,6 +14920,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -14167,6 +14972,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -14243,6 +15050,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14389,6 +15205,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14518,6 +15343,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14635,6 +15469,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14666,7 +15509,10 @@ export interface operations {
     upsertUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -14687,6 +15533,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -14728,6 +15576,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -14786,6 +15636,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14921,6 +15780,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15042,6 +15910,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15073,7 +15950,10 @@ export interface operations {
     addUserPermissions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 user_id: string;
@@ -15092,6 +15972,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -15159,6 +16041,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15261,6 +16152,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15393,6 +16293,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15424,7 +16333,10 @@ export interface operations {
     replayWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 delivery_id: string;
@@ -15436,6 +16348,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -15518,6 +16432,15 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15635,6 +16558,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15666,7 +16598,10 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15684,6 +16619,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -15736,6 +16673,15 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15863,6 +16809,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15954,6 +16909,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -15992,7 +16956,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     description?: string | null;
@@ -16220,6 +17184,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -16251,7 +17224,10 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description A UUID, in either case; answered in lower case. */
                 endpoint_id: string;
@@ -16263,6 +17239,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -16324,6 +17302,24 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16443,6 +17439,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -16474,7 +17479,10 @@ export interface operations {
     createWorkflow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -16494,6 +17502,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -16682,6 +17692,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -16765,6 +17784,15 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -34,8 +34,61 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
     transformObject: (documents) =>
-      'openapiObject' in documents ? optionalDefaults(documents.openapiObject) : documents.swaggerObject,
+      'openapiObject' in documents
+        ? withIdempotency(optionalDefaults(documents.openapiObject))
+        : documents.swaggerObject,
   });
+}
+
+interface DocumentedOperation {
+  security?: Record<string, unknown>[];
+  parameters?: Record<string, unknown>[];
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> };
+  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: unknown }>;
+}
+
+/**
+ * What src/http/idempotency.ts does, in the document: every POST taking an API key takes an
+ * `Idempotency-Key` header, and a replayed answer carries `Idempotent-Replayed`. And a body none
+ * of whose fields is required may be left out (it reads as `{}`).
+ */
+function withIdempotency<T extends { paths?: unknown }>(document: T): T {
+  for (const item of Object.values((document.paths ?? {}) as Record<string, Record<string, DocumentedOperation>>)) {
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      const body = operation.requestBody;
+      if (body?.required && !body.content?.['application/json']?.schema?.required?.length) body.required = false;
+      if (method !== 'post' || !operation.security?.some((scheme) => 'ScopedAPIKeyAuth' in scheme)) continue;
+      operation.parameters = [
+        ...(operation.parameters ?? []),
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat ' +
+            'with the same path and body; the same key with another request, or while the first runs, answers ' +
+            '409 `conflict`.',
+          schema: { type: 'string', minLength: 1, maxLength: 255 },
+        },
+      ];
+      const responses = operation.responses ?? {};
+      responses['409'] ??= {
+        description: 'Idempotency-Key reused with another request, or while the first runs',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
+      for (const [status, response] of Object.entries(responses)) {
+        if (!/^2/.test(status)) continue;
+        response.headers = {
+          ...response.headers,
+          'Idempotent-Replayed': {
+            description: '`true` when this answer is a replay of the first one under the same Idempotency-Key.',
+            schema: { type: 'string', enum: ['true'] },
+          },
+        };
+      }
+    }
+  }
+  return document;
 }
 
 /**

@@ -104,7 +104,10 @@ function errorStatuses(op: Operation): number[] {
     'validation_error',
     'rate_limit_exceeded',
     'internal_error',
-    ...(op.body ? (['request_too_large'] as const) : []),
+    // Headers over 16 KB, or a body over BODY_LIMIT_BYTES (sent even where none is taken).
+    'request_too_large',
+    // Idempotency-Key reused with another request, or while the first runs.
+    ...(op.method === 'POST' ? (['conflict'] as const) : []),
     ...(op.params ? (['not_found'] as const) : []),
     ...(op.errors ?? []),
   ];
