@@ -176,6 +176,8 @@ describe('MCP over the SDK client', () => {
       expect(errorOf(missing)).toMatchObject({ code: 'missing_required_parameter', param: 'files' });
       const unknown = await client.callTool({ name: 'get_app', arguments: { name: 'no-such-app' } });
       expect(errorOf(unknown)).toMatchObject({ code: 'not_found', param: 'name' });
+      const noPath = await client.callTool({ name: 'get_app', arguments: {} });
+      expect(errorOf(noPath)).toMatchObject({ code: 'missing_required_parameter', param: 'name' });
       const extra = await client.callTool({ name: 'list_apps', arguments: { bogus: 1 } });
       expect(errorOf(extra)).toMatchObject({ code: 'validation_error', param: 'bogus' });
       await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool/);
@@ -317,9 +319,14 @@ describe('MCP transport rules', () => {
     );
     expect(big.status).toBe(400);
     expect((await json(big)).error.message).toMatch(/must not exceed 100/);
-    const twice = await rpc([initialize('2025-03-26', 1), ping(2)], old);
-    expect(twice.status).toBe(400);
-    expect((await json(twice)).error.message).toMatch(/Only one initialization request/);
+    // An initialize in a batch, even alone in one, is refused.
+    for (const batch of [[initialize('2025-03-26', 1), ping(2)], [initialize('2025-03-26', 1)]]) {
+      const refused = await rpc(batch, old);
+      expect(refused.status).toBe(400);
+      expect((await json(refused)).error.message).toMatch(/initialize request cannot be sent in a batch/);
+    }
+    // A batch is answered with an array, even of one answer.
+    expect(await json(await rpc([ping(7)], old))).toEqual([{ jsonrpc: '2.0', id: 7, result: {} }]);
     // A request's answer, the notification's none, in the order the requests came.
     const mixed = await rpc(
       [
@@ -342,7 +349,7 @@ describe('MCP transport rules', () => {
     expect(selfCancelled.status).toBe(202);
     const partly = await rpc([ping(1), { jsonrpc: '2.0', id: 2, method: 'tools/list' }, cancel(2)], old);
     const partlyBody = await json(partly);
-    expect(partlyBody, JSON.stringify(partlyBody)).toMatchObject({ id: 1 });
+    expect(partlyBody, JSON.stringify(partlyBody)).toMatchObject([{ id: 1 }]);
     const unknown = await rpc({ jsonrpc: '2.0', id: 7, method: 'resources/list' });
     expect(await json(unknown)).toMatchObject({ id: 7, error: { code: -32601 } });
   });

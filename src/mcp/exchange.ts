@@ -82,7 +82,7 @@ class ExchangeTransport implements Transport {
  * Accept lists both JSON and SSE; 400 for a batch over 100, a message that is not JSON-RPC, an
  * initialize in a batch, or an unsupported MCP-Protocol-Version; 202 with no body when nothing
  * needs an answer (notifications, answers, requests the batch itself cancels); else 200 with the
- * answer, or the batch's answers.
+ * answer, or the array of the batch's answers.
  */
 export async function answerExchange(
   body: unknown,
@@ -106,8 +106,9 @@ export async function answerExchange(
   const initializing = messages.some(
     (message) => isRequest(message) && message.method === 'initialize' && isInitializeRequest(message),
   );
-  if (initializing && messages.length > 1) {
-    return refusal(400, -32600, 'Invalid Request: Only one initialization request is allowed');
+  // In a batch of any size (JSON-RPC batches carry no initialize: MCP 2025-03-26).
+  if (initializing && Array.isArray(body)) {
+    return refusal(400, -32600, 'Invalid Request: an initialize request cannot be sent in a batch');
   }
   const version = headers['mcp-protocol-version'];
   if (!initializing && typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
@@ -136,5 +137,6 @@ export async function answerExchange(
     return { status: 202 };
   }
   const answers = await transport.dispatch(messages, awaited, extra);
-  return { status: 200, body: answers.length === 1 ? answers[0] : answers };
+  // A batch is answered with an array (JSON-RPC 2.0 §6), however few of its requests are answered.
+  return { status: 200, body: Array.isArray(body) ? answers : answers[0] };
 }

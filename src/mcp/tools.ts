@@ -141,13 +141,19 @@ export function bindArguments(tool: Tool, args: Record<string, unknown>) {
       value = args.body ?? {};
     } else {
       const picked: Record<string, unknown> = {};
-      for (const key of part.keys) if (key in args) picked[key] = args[key];
+      for (const key of part.keys) if (Object.hasOwn(args, key)) picked[key] = args[key];
       value = picked;
     }
     if (!part.validate(value)) {
       const first = part.validate.errors?.[0];
       if (first) {
-        // The same mapping as over HTTP: a malformed path id is `not_found`, as in REST.
+        // A path argument left out is missing, as a required body field is (over HTTP a path
+        // always holds one).
+        if (part.name === 'params' && first.keyword === 'required') {
+          const param = String(first.params.missingProperty);
+          throw new DomainError('missing_required_parameter', `Missing required parameter: ${param}.`, param);
+        }
+        // Otherwise the same mapping as over HTTP: a malformed path id is `not_found`, as in REST.
         const mapped = fromValidation(part.name === 'query' ? 'querystring' : part.name, first);
         throw new DomainError(mapped.code, mapped.message, mapped.param);
       }
