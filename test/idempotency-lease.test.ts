@@ -2,7 +2,8 @@
 // renewed for as long as it runs, so a repeat waits (409) however long the first takes; a
 // reservation whose server stopped mid-request runs out and the repeat runs again, as after a 5xx.
 // A Fastify app of its own with a route that runs until the test lets it finish, on the database
-// of a test app (its tenants), with a lease of two seconds.
+// of a test app (its tenants), with a lease of three seconds.
+import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ import { registerIdempotency } from '../src/http/idempotency.js';
 import { createSecretBox } from '../src/lib/secret-box.js';
 import { startTestApp, type TestApp } from './helpers.js';
 
-const LEASE_SECONDS = 2;
+const LEASE_SECONDS = 3;
 let t: TestApp;
 let app: FastifyInstance;
 let tenantId: string;
@@ -44,7 +45,7 @@ beforeAll(async () => {
     });
     return { run: runs };
   });
-  await app.ready();
+  await app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
   await app.close();
@@ -81,6 +82,26 @@ describe('Idempotency-Key while the first request runs', () => {
     expect(replay.json()).toEqual({ run: before + 1 });
   });
 
+  it('a client that hangs up leaves its request running: the lease is still renewed, a repeat still waits', async () => {
+    const before = runs;
+    const hangUp = new AbortController();
+    const { port } = app.server.address() as AddressInfo;
+    const first = fetch(`http://127.0.0.1:${port}/work`, {
+      method: 'POST',
+      headers: { 'idempotency-key': 'hung-up', 'content-type': 'application/json' },
+      body: '{}',
+      signal: hangUp.signal,
+    }).catch(() => 'hung up');
+    while (runs === before) await sleep(20);
+    hangUp.abort();
+    expect(await first).toBe('hung up');
+    await sleep(LEASE_SECONDS * 2500);
+    const repeat = await work('hung-up');
+    expect(repeat.statusCode, repeat.body).toBe(409);
+    expect(runs).toBe(before + 1);
+    release();
+  });
+
   it('a reservation whose server stopped mid-request runs out: once its lease has passed, the repeat runs', async () => {
     // What a server killed while running a request leaves: a reservation without an answer.
     const reserve = (key: string, age: number) =>
@@ -89,7 +110,8 @@ describe('Idempotency-Key while the first request runs', () => {
         t.database.db,
       );
     await reserve('stale', LEASE_SECONDS + 1);
-    await reserve('fresh', 0);
+    // Reserved an hour ahead: however slow this machine, its lease is not over when asked.
+    await reserve('fresh', -3600);
     expect((await work('fresh')).statusCode).toBe(409);
     const before = runs;
     const retried = work('stale');

@@ -4,6 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/lib/ids.js';
 import { bindArguments, buildTools } from '../src/mcp/tools.js';
 import { OPERATIONS } from '../src/operations/index.js';
 import { startTestApp, type TestApp } from './helpers.js';
@@ -184,6 +185,28 @@ describe('MCP over the SDK client', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('Idempotency-Key over MCP', () => {
+  it('a repeat replays the answer; the request is known by its text, not byte by byte', async () => {
+    const { tenantId, key: k } = await t.tenant();
+    const text =
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_app","arguments":{"name":"idem"}}}';
+    const send = () => rpc(text, { 'idempotency-key': 'mcp-once' }, k);
+    const first = await json(await send());
+    const again = await send();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await json(again)).toEqual(first);
+    const stored = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select('request_hash')
+      .where('tenant_id', '=', tenantId)
+      .where('key', '=', 'mcp-once')
+      .executeTakeFirstOrThrow();
+    // The hash of the body's text (as JSON), as before MCP bodies reached the route as bytes: a
+    // hash of a Buffer's indices costs seconds for a body of megabytes.
+    expect(stored.request_hash).toBe(sha256Hex(`POST /api/v1/mcp\n${JSON.stringify(text)}`));
   });
 });
 

@@ -53,7 +53,10 @@ function canonicalJson(value: unknown): string {
 }
 
 function requestHash(request: FastifyRequest): string {
-  return sha256Hex(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`);
+  // A route that parses its own body (MCP) holds it as bytes: hashed as its text, not as an
+  // object of one key per byte.
+  const body = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : (request.body ?? null);
+  return sha256Hex(`${request.method} ${request.url}\n${canonicalJson(body)}`);
 }
 
 /** What a stored answer is bound to when sealed: a sealed answer does not open under another key. */
@@ -92,20 +95,24 @@ export function registerIdempotency(
       returning key`.execute(db);
     if (reserved.rows.length > 0) {
       request.idempotencyKey = header;
+      // Renewed until the answer is stored (or the stream recorded), which releases the key: not
+      // until the connection closes, since a client that hangs up leaves its request running.
       const renewal = setInterval(
         () => {
+          if (request.idempotencyKey !== header) return clearInterval(renewal);
           db.updateTable('idempotency_keys')
             .set({ created_at: sql`now()` })
             .where('tenant_id', '=', tenantId)
             .where('key', '=', header)
             .where('status_code', 'is', null)
-            .execute()
-            .catch(onError);
+            .executeTakeFirst()
+            .then((renewed) => {
+              if (renewed.numUpdatedRows === 0n) clearInterval(renewal);
+            }, onError);
         },
         (leaseSeconds * 1000) / 3,
       );
       renewal.unref();
-      reply.raw.once('close', () => clearInterval(renewal));
       // A stream's answer bypasses `store`: once it ends, the key is recorded as used by a stream
       // (an answer sent as JSON instead, such as an error, has been stored and released it).
       if (asksForEventStream(request.headers.accept)) {
