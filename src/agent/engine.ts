@@ -442,6 +442,8 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   async function handOff(rt: Runtime, target: HandoffTarget, reason: string) {
     const ticketId = newId();
     await db.transaction().execute(async (trx) => {
+      // The conversation first, as every write of a turn (lockConversation, below).
+      await lockConversation(trx, rt);
       await trx
         .insertInto('tickets')
         .values({
