@@ -234,10 +234,6 @@ export function clientErrorHandler(publicUrl: string | undefined) {
 }
 
 /**
- * A statement the database refused because of what it was given (a duplicate, a missing
- * reference, a value it cannot store): the client's error, answered alike over REST and MCP.
- */
-/**
  * The `param` of a domain error: its own, or for a resource not found, the request parameter that
  * named it: the first of `places` (path parameters, then the body or a tool's arguments) holding
  * the identifier at its top level (UUIDs are compared without regard to case).
@@ -254,6 +250,10 @@ export function paramOf(error: DomainError, ...places: unknown[]): string | unde
   return undefined;
 }
 
+/**
+ * A statement the database refused because of what it was given (a duplicate, a missing
+ * reference, a value it cannot store): the client's error, answered alike over REST and MCP.
+ */
 export function fromDatabase(error: unknown): { code: ErrorCode; message: string } | undefined {
   if (isUniqueViolation(error)) return { code: 'conflict', message: 'The resource conflicts with an existing one.' };
   if (isForeignKeyViolation(error)) {
