@@ -242,7 +242,8 @@ export function paramOf(error: DomainError, ...places: unknown[]): string | unde
   if (error.param !== undefined || !(error instanceof NotFoundError) || error.id === undefined) return error.param;
   const id = error.id.toLowerCase();
   for (const place of places) {
-    if (typeof place !== 'object' || place === null || Array.isArray(place)) continue;
+    // Objects only: a body still in bytes (the MCP route's) names no field.
+    if (typeof place !== 'object' || place === null || Array.isArray(place) || ArrayBuffer.isView(place)) continue;
     for (const [name, value] of Object.entries(place)) {
       if (typeof value === 'string' && value.toLowerCase() === id) return name;
     }
