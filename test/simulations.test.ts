@@ -573,6 +573,18 @@ describe('personal data redaction', () => {
     expect(redactText('order_id=1234567 on 2024-05-01 for 12.50')).toBe('order_id=1234567 on 2024-05-01 for 12.50');
   });
 
+  it('keeps ids whose groups happen to be all digits (a UUID is no phone or card number)', () => {
+    for (const id of [
+      '01a20fac-8187-7514-9017-aad64f7c477d',
+      '12345678-1234-1234-1234-123456789012',
+      '4539-5787-6362-1486-abcdef',
+      'v1.0612345678.b',
+    ]) {
+      expect(redactText(`run ${id} done`), id).toBe(`run ${id} done`);
+    }
+    expect(redactText('call 555-010-9999. Or 0612345678.')).toBe('call [phone]. Or [phone].');
+  });
+
   it('finds a card number beside other digits, cutting only between groups', () => {
     expect(redactText('Please refund card 4111 1111 1111 1111 123 thanks')).toBe(
       'Please refund card [card_number] 123 thanks',

@@ -20,10 +20,12 @@ export const PHONE_PLACEHOLDER = '[phone]';
 // digits once per character of it, quadratic in the run (a quarter of a second for 20,000 letters).
 const EMAIL_AT_DOMAIN = /@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
 const EMAIL_LOCAL = /[A-Za-z0-9._%+-]/;
-const CARD = /(?<![\w+])\d(?:[ -]?\d){12,18}(?![\w])/g;
-const PHONE_INTERNATIONAL = /(?<![\w+])\+\d[\d\s().-]{5,22}\d(?![\w])/g;
-const PHONE_GROUPED = /(?<![\w+])\(?\d{1,5}\)?(?:[\s.-]\(?\d{1,5}\)?){2,6}(?![\w])/g;
-const PHONE_NATIONAL = /(?<![\w+])0\d{9,10}(?![\w])/g;
+// No number starts or ends inside a longer token joined by `-` or `.`: the digit groups of an id
+// such as a UUID (`01a20fac-8187-7514-9017-aad64f7c477d`) are no phone or card number.
+const CARD = /(?<![\w+])(?<!\w[.-])\d(?:[ -]?\d){12,18}(?!\w)(?![.-]\w)/g;
+const PHONE_INTERNATIONAL = /(?<![\w+])(?<!\w[.-])\+\d[\d\s().-]{5,22}\d(?!\w)(?![.-]\w)/g;
+const PHONE_GROUPED = /(?<![\w+])(?<!\w[.-])\(?\d{1,5}\)?(?:[\s.-]\(?\d{1,5}\)?){2,6}(?!\w)(?![.-]\w)/g;
+const PHONE_NATIONAL = /(?<![\w+])(?<!\w[.-])0\d{9,10}(?!\w)(?![.-]\w)/g;
 
 const digitsOf = (text: string) => text.replace(/\D/g, '');
 
