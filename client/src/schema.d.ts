@@ -3724,7 +3724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4460,7 +4460,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5408,7 +5408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6770,7 +6770,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7929,7 +7929,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8042,7 +8042,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8924,7 +8924,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11848,7 +11848,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12745,7 +12745,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13231,7 +13231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13503,7 +13503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13991,7 +13991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14258,7 +14258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14693,7 +14693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15057,7 +15057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15643,7 +15643,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16048,7 +16048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16680,7 +16680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17309,7 +17309,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
                 headers: {
                     [name: string]: unknown;

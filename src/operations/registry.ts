@@ -106,8 +106,6 @@ function errorStatuses(op: Operation): number[] {
     'internal_error',
     // Headers over 16 KB, or a body over BODY_LIMIT_BYTES (sent even where none is taken).
     'request_too_large',
-    // Idempotency-Key reused with another request, or while the first runs.
-    ...(op.method === 'POST' ? (['conflict'] as const) : []),
     ...(op.params ? (['not_found'] as const) : []),
     ...(op.errors ?? []),
   ];
