@@ -45,6 +45,13 @@ beforeAll(async () => {
     });
     return { run: runs };
   });
+  app.post('/fail', async () => {
+    runs += 1;
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    throw new Error('failed after its lease was taken over');
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -52,10 +59,10 @@ afterAll(async () => {
   await t.close();
 });
 
-const work = (key: string) =>
+const work = (key: string, url = '/work') =>
   app.inject({
     method: 'POST',
-    url: '/work',
+    url,
     headers: { 'idempotency-key': key, 'content-type': 'application/json' },
     payload: {},
   });
@@ -119,4 +126,35 @@ describe('Idempotency-Key while the first request runs', () => {
     release();
     expect((await retried).json()).toEqual({ run: before + 1 });
   });
+
+  // What a repeat leaves on a key it took over once the first request's lease ran out (the first
+  // request's renewals failed, say while the database was unreachable): its own reservation, then
+  // its answer. The first request, still running, must leave both alone.
+  const takeOver = (key: string) =>
+    sql`update idempotency_keys
+        set lease_token = gen_random_uuid(), created_at = now(), status_code = 201,
+            content_type = 'application/json; charset=utf-8', response_body = '{"run":"the repeat"}'
+        where tenant_id = ${tenantId} and key = ${key}`.execute(t.database.db);
+
+  for (const [outcome, url] of [
+    ['answers', '/work'],
+    ['fails (5xx)', '/fail'],
+  ] as const) {
+    it(`a request that lost its lease and then ${outcome} leaves the key with the repeat that took it over`, async () => {
+      const key = `taken-over-${url}`;
+      const before = runs;
+      const first = work(key, url);
+      while (runs === before) await sleep(20);
+      await takeOver(key);
+      release();
+      expect((await first).statusCode).toBe(url === '/work' ? 200 : 500);
+      // Let the renewal timer fire once more too: it must not touch the repeat's record either.
+      await sleep(LEASE_SECONDS * 400);
+      const replay = await work(key, url);
+      expect(replay.statusCode, replay.body).toBe(201);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json()).toEqual({ run: 'the repeat' });
+      expect(runs).toBe(before + 1);
+    });
+  }
 });

@@ -13,6 +13,7 @@ import { coverageAnalytics } from './migrations/0008-coverage-analytics.js';
 import { webhooks } from './migrations/0009-webhooks.js';
 import { knowledgeGapOccurrences } from './migrations/0010-knowledge-gap-occurrences.js';
 import { boundedSearchVectors } from './migrations/0011-bounded-search-vectors.js';
+import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -32,6 +33,7 @@ export const MIGRATIONS: Migration[] = [
   webhooks,
   knowledgeGapOccurrences,
   boundedSearchVectors,
+  idempotencyLeaseToken,
 ];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

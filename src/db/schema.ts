@@ -38,6 +38,8 @@ export interface IdempotencyKeysTable {
   status_code: number | null;
   content_type: string | null;
   response_body: string | null;
+  /** The running request holding the key (its lease), null once answered. */
+  lease_token: string | null;
   created_at: Timestamp;
 }
 

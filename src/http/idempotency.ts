@@ -6,9 +6,12 @@
 // replayed: once it ends, a repeat answers 409 `conflict` rather than running again.
 // While a request runs, its key is leased: the lease is renewed as long as it runs, so a repeat
 // waits (409) for a long one, but once its server has stopped mid-request (a crash) the lease runs
-// out and a repeat runs again, as after a 5xx.
+// out and a repeat runs again, as after a 5xx. The reservation names its request (a lease token):
+// a request that lost its lease (its renewals failed while the database was unreachable, and a
+// repeat took the key over) neither renews, stores its answer on, nor frees the repeat's key.
 // An answer holding a secret shown once (a webhook signing secret) is kept sealed, as the secret
 // itself is (src/lib/secret-box.ts).
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
@@ -27,7 +30,8 @@ const STREAMED = 'text/event-stream';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotencyKey: string | null;
+    /** The Idempotency-Key this request holds while it runs, and its lease's token. */
+    idempotencyLease: { key: string; token: string } | null;
   }
   interface FastifyContextConfig {
     /** The route's answers may show a secret once: a copy kept to replay one is sealed. */
@@ -69,7 +73,7 @@ export function registerIdempotency(
   onError: (error: unknown) => void,
   { leaseSeconds = IDEMPOTENCY_LEASE_SECONDS }: { leaseSeconds?: number } = {},
 ): void {
-  app.decorateRequest('idempotencyKey', null);
+  app.decorateRequest('idempotencyLease', null);
 
   /** Reserves the key, or answers from what is stored. Runs after authentication and validation. */
   const reserve = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -82,29 +86,31 @@ export function registerIdempotency(
     const hash = requestHash(request);
     // Reserve the key, taking over a record older than the retention window, or the reservation of
     // a request whose lease ran out (its server stopped while it ran). A running request's
-    // `created_at` is its lease's start, renewed below.
+    // `created_at` is its lease's start, renewed below; `lease_token` names this request.
+    const token = randomUUID();
     const reserved = await sql<{ key: string }>`
-      insert into idempotency_keys (tenant_id, key, request_hash, created_at)
-      values (${tenantId}, ${header}, ${hash}, now())
+      insert into idempotency_keys (tenant_id, key, request_hash, lease_token, created_at)
+      values (${tenantId}, ${header}, ${hash}, ${token}, now())
       on conflict (tenant_id, key) do update
         set request_hash = excluded.request_hash, status_code = null, content_type = null,
-            response_body = null, created_at = now()
+            response_body = null, lease_token = excluded.lease_token, created_at = now()
         where idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
            or (idempotency_keys.status_code is null
                and idempotency_keys.created_at < now() - make_interval(secs => ${leaseSeconds}))
       returning key`.execute(db);
     if (reserved.rows.length > 0) {
-      request.idempotencyKey = header;
+      const lease = { key: header, token };
+      request.idempotencyLease = lease;
       // Renewed until the answer is stored (or the stream recorded), which releases the key: not
       // until the connection closes, since a client that hangs up leaves its request running.
       const renewal = setInterval(
         () => {
-          if (request.idempotencyKey !== header) return clearInterval(renewal);
+          if (request.idempotencyLease !== lease) return clearInterval(renewal);
           db.updateTable('idempotency_keys')
             .set({ created_at: sql`now()` })
             .where('tenant_id', '=', tenantId)
             .where('key', '=', header)
-            .where('status_code', 'is', null)
+            .where('lease_token', '=', token)
             .executeTakeFirst()
             .then((renewed) => {
               if (renewed.numUpdatedRows === 0n) clearInterval(renewal);
@@ -117,12 +123,13 @@ export function registerIdempotency(
       // (an answer sent as JSON instead, such as an error, has been stored and released it).
       if (asksForEventStream(request.headers.accept)) {
         reply.raw.once('close', () => {
-          if (request.idempotencyKey === null) return;
-          request.idempotencyKey = null;
+          if (request.idempotencyLease !== lease) return;
+          request.idempotencyLease = null;
           db.updateTable('idempotency_keys')
-            .set({ status_code: reply.raw.statusCode, content_type: STREAMED, response_body: null })
+            .set({ status_code: reply.raw.statusCode, content_type: STREAMED, response_body: null, lease_token: null })
             .where('tenant_id', '=', tenantId)
             .where('key', '=', header)
+            .where('lease_token', '=', token)
             .execute()
             .catch(onError);
         });
@@ -167,16 +174,26 @@ export function registerIdempotency(
     return reply.send(body);
   };
 
-  /** Stores the answer under the reserved key (or frees the key when there is nothing to replay). */
+  /**
+   * Stores the answer under the reserved key (or frees the key when there is nothing to replay),
+   * while this request still holds it: a key taken over after this request's lease ran out is the
+   * repeat's, left as it is.
+   */
   const store = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const key = request.idempotencyKey;
-    if (key === null || !request.auth) return payload;
-    request.idempotencyKey = null;
+    const lease = request.idempotencyLease;
+    if (lease === null || !request.auth) return payload;
+    request.idempotencyLease = null;
+    const { key, token } = lease;
     const where = { tenant: request.auth.tenantId, key };
     try {
       if (reply.statusCode >= 500 || typeof payload !== 'string') {
         // Not stored: a retry with the same key runs again.
-        await db.deleteFrom('idempotency_keys').where('tenant_id', '=', where.tenant).where('key', '=', key).execute();
+        await db
+          .deleteFrom('idempotency_keys')
+          .where('tenant_id', '=', where.tenant)
+          .where('key', '=', key)
+          .where('lease_token', '=', token)
+          .execute();
       } else {
         await db
           .updateTable('idempotency_keys')
@@ -186,9 +203,11 @@ export function registerIdempotency(
             response_body: request.routeOptions.config.secretAnswer
               ? secrets.seal(payload, sealContext(where.tenant, key))
               : payload,
+            lease_token: null,
           })
           .where('tenant_id', '=', where.tenant)
           .where('key', '=', key)
+          .where('lease_token', '=', token)
           .execute();
       }
     } catch (error) {
