@@ -216,3 +216,77 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
     expect(log.lines.filter((line) => line.includes('Redis answers again'))).toHaveLength(1);
   });
 });
+
+describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that stops answering on an open connection', () => {
+  const namespace = `test-silent-${randomBytes(4).toString('hex')}:`;
+  const log = logLines();
+  const sockets = new Set<net.Socket>();
+  let proxy: net.Server;
+  let app: TestApp;
+  let key: string;
+  // While silent, the proxy keeps every connection open and forwards nothing: what a paused Redis,
+  // or a link that drops packets, looks like to its client.
+  let silent = false;
+
+  beforeAll(async () => {
+    const target = new URL(process.env.TEST_REDIS_URL as string);
+    proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 6379), target.hostname);
+      for (const [from, to] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
+        sockets.add(from);
+        from.on('error', () => from.destroy());
+        from.on('close', () => {
+          sockets.delete(from);
+          to.destroy();
+        });
+        from.on('data', (chunk) => {
+          if (!silent) to.write(chunk);
+        });
+      }
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const url = new URL(target);
+    url.hostname = '127.0.0.1';
+    url.port = String((proxy.address() as net.AddressInfo).port);
+    app = await startTestApp(
+      { RATE_LIMIT_PER_MINUTE: '1000', MCP_MAX_CONCURRENT: '1', LOG_LEVEL: 'info' },
+      { redisUrl: url.toString(), redisNamespace: namespace, logStream: log.stream },
+    );
+    ({ key } = await app.tenant());
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    for (const socket of sockets) socket.destroy();
+    proxy?.close();
+  });
+
+  // Without a command timeout the first request counted through the silent connection waited for
+  // ever: this test then ran into its own time limit.
+  it('answers requests uncounted and MCP calls from local slots, then counts again once Redis answers', async () => {
+    const client = app.redis;
+    if (!client) throw new Error('no Redis client');
+    expect((await app.call({ url: '/api/v1/apps', key })).headers['ratelimit-limit']).toBe('1000');
+
+    silent = true;
+    const dropped = next(client, 'reconnecting');
+    for (let i = 0; i < 5; i++) {
+      const r = await app.call({ url: '/api/v1/apps', key });
+      expect(r.status).toBe(200);
+      expect(r.headers['ratelimit-limit']).toBeUndefined();
+      expect((await mcpCall(app, key)).status).toBe(200);
+    }
+    await dropped;
+
+    const ready = next(client, 'ready');
+    silent = false;
+    await ready;
+    expect((await app.call({ url: '/api/v1/apps', key })).headers['ratelimit-limit']).toBe('1000');
+    const outages = log.lines.filter((line) => line.includes(OUTAGE));
+    expect(outages).toHaveLength(1);
+    expect(JSON.parse(outages[0] as string).err).toMatch(/did not answer a command within/);
+  }, 30_000);
+});

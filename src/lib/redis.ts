@@ -4,11 +4,19 @@
 // command fails at once instead, so a request passes uncounted (README: Rate limits) and an MCP
 // call takes a slot of this instance (docs/mcp.md), at normal speed. ioredis keeps reconnecting
 // in the background, and shared counting resumes when Redis answers again.
+// A connection Redis stops answering on while it stays open (a paused or overloaded server, a link
+// that drops packets) is no outage to ioredis: its commands waited for ever, and so did every
+// request counted through it. A command now fails after COMMAND_TIMEOUT_MS, and the connection it
+// waited on is dropped and made again; until the new one answers, commands fail at once.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { Command, Redis } from 'ioredis';
 
 /** Long enough for a distant Redis behind TLS; a host that drops packets is retried sooner. */
 const CONNECT_TIMEOUT_MS = 2_000;
+/** Redis answers in well under a millisecond on a LAN; a command this late means it is not answering. */
+export const COMMAND_TIMEOUT_MS = 1_000;
+/** ioredis's message for a command past `commandTimeout`. */
+const TIMED_OUT = 'Command timed out';
 
 /** A client for `url`, connected when Redis answers; the process starts without it when not. */
 export async function connectRedis(url: string): Promise<Redis> {
@@ -21,9 +29,22 @@ export async function connectRedis(url: string): Promise<Redis> {
     // A command in flight when the connection drops fails then, rather than after reconnects.
     maxRetriesPerRequest: 0,
     connectTimeout: CONNECT_TIMEOUT_MS,
+    commandTimeout: COMMAND_TIMEOUT_MS,
   });
   // Outages are logged by reportRedisOutages; without a listener ioredis prints every error.
   redis.on('error', () => {});
+  // A command that timed out on a connection ioredis holds ready drops it (ioredis then
+  // reconnects, as after any connection lost), reported as the error of the outage it begins.
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command: Command, stream?: Parameters<Redis['sendCommand']>[1]) => {
+    const sent = send(command, stream);
+    command.promise.catch((error: Error) => {
+      if (error.message !== TIMED_OUT || redis.status !== 'ready') return;
+      redis.emit('error', new Error(`Redis did not answer a command within ${COMMAND_TIMEOUT_MS} ms`));
+      redis.disconnect(true);
+    });
+    return sent;
+  };
   // Connected before the first request, so that one is counted too; a failure leaves ioredis
   // retrying on its own.
   await redis.connect().catch(() => {});
