@@ -2,7 +2,8 @@
 // and nothing listening there, REST requests pass uncounted and MCP calls take this instance's
 // slots, at normal speed, and the outage is logged once; when Redis answers again, rate limits and
 // MCP slots are shared again. Redis comes back through a proxy to TEST_REDIS_URL that starts
-// listening on the port the app was given.
+// listening on the port the app was given; a proxy that falls silent on its open connections is a
+// Redis that stops answering without closing them.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -44,6 +45,47 @@ const next = (redis: Redis, event: string): Promise<void> =>
 
 const mcpCall = (t: TestApp, key: string): Promise<CallResult> =>
   t.call({ method: 'POST', url: '/api/v1/mcp', key, body: TOOL_CALL, headers: MCP_HEADERS });
+
+/**
+ * A TCP proxy to TEST_REDIS_URL, not yet listening. While `silent`, it keeps every connection open
+ * and forwards nothing: what a paused Redis, or a link that drops packets, looks like to a client.
+ */
+function redisProxy() {
+  const target = new URL(process.env.TEST_REDIS_URL as string);
+  const sockets = new Set<net.Socket>();
+  const proxy = {
+    silent: false,
+    server: net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 6379), target.hostname);
+      for (const [from, to] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
+        sockets.add(from);
+        from.on('error', () => from.destroy());
+        from.on('close', () => {
+          sockets.delete(from);
+          to.destroy();
+        });
+        from.on('data', (chunk) => {
+          if (!proxy.silent) to.write(chunk);
+        });
+      }
+    }),
+    /** TEST_REDIS_URL (its password, its database) at the proxy's port. */
+    url(port: number): string {
+      const url = new URL(target);
+      url.hostname = '127.0.0.1';
+      url.port = String(port);
+      return url.toString();
+    },
+    close() {
+      for (const socket of sockets) socket.destroy();
+      proxy.server.close();
+    },
+  };
+  return proxy;
+}
 
 describe('a server whose Redis does not answer', () => {
   let server: ServerProcess;
@@ -133,33 +175,19 @@ describe('the outage in the log', () => {
 describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again', () => {
   const namespace = `test-outage-${randomBytes(4).toString('hex')}:`;
   const log = logLines();
-  const sockets = new Set<net.Socket>();
-  let proxy: net.Server;
+  let proxy: ReturnType<typeof redisProxy>;
   let proxied: TestApp;
   let direct: TestApp;
   let port: number;
   let key: string;
 
   beforeAll(async () => {
-    const target = new URL(process.env.TEST_REDIS_URL as string);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      for (const socket of [client, upstream]) {
-        sockets.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(upstream).pipe(client);
-    });
+    proxy = redisProxy();
     port = await freePort();
-    // The client's URL is TEST_REDIS_URL's (password, database) at the proxy's port.
-    const url = new URL(target);
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
     const env = { RATE_LIMIT_PER_MINUTE: '6', MCP_MAX_CONCURRENT: '1', MCP_SLOT_WAIT_MS: '100' };
     proxied = await startTestApp(
       { ...env, LOG_LEVEL: 'info' },
-      { redisUrl: url.toString(), redisNamespace: namespace, logStream: log.stream },
+      { redisUrl: proxy.url(port), redisNamespace: namespace, logStream: log.stream },
     );
     direct = await startTestApp(env, { redisNamespace: namespace });
     ({ key } = await proxied.tenant());
@@ -168,7 +196,6 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
   afterAll(async () => {
     await proxied?.close();
     await direct?.close();
-    for (const socket of sockets) socket.destroy();
     proxy?.close();
   });
 
@@ -181,7 +208,7 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
     expect((await proxied.call({ url: '/api/v1/apps', key })).headers['ratelimit-limit']).toBeUndefined();
 
     const ready = next(client, 'ready');
-    proxy.listen(port, '127.0.0.1');
+    proxy.server.listen(port, '127.0.0.1');
     await ready;
 
     // One budget across both apps again: the direct app counts on from the proxied app's hit (its
@@ -220,47 +247,26 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
 describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that stops answering on an open connection', () => {
   const namespace = `test-silent-${randomBytes(4).toString('hex')}:`;
   const log = logLines();
-  const sockets = new Set<net.Socket>();
-  let proxy: net.Server;
+  let proxy: ReturnType<typeof redisProxy>;
   let app: TestApp;
   let key: string;
-  // While silent, the proxy keeps every connection open and forwards nothing: what a paused Redis,
-  // or a link that drops packets, looks like to its client.
-  let silent = false;
 
   beforeAll(async () => {
-    const target = new URL(process.env.TEST_REDIS_URL as string);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      for (const [from, to] of [
-        [client, upstream],
-        [upstream, client],
-      ] as const) {
-        sockets.add(from);
-        from.on('error', () => from.destroy());
-        from.on('close', () => {
-          sockets.delete(from);
-          to.destroy();
-        });
-        from.on('data', (chunk) => {
-          if (!silent) to.write(chunk);
-        });
-      }
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const url = new URL(target);
-    url.hostname = '127.0.0.1';
-    url.port = String((proxy.address() as net.AddressInfo).port);
+    proxy = redisProxy();
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     app = await startTestApp(
       { RATE_LIMIT_PER_MINUTE: '1000', MCP_MAX_CONCURRENT: '1', LOG_LEVEL: 'info' },
-      { redisUrl: url.toString(), redisNamespace: namespace, logStream: log.stream },
+      {
+        redisUrl: proxy.url((proxy.server.address() as net.AddressInfo).port),
+        redisNamespace: namespace,
+        logStream: log.stream,
+      },
     );
     ({ key } = await app.tenant());
   });
 
   afterAll(async () => {
     await app?.close();
-    for (const socket of sockets) socket.destroy();
     proxy?.close();
   });
 
@@ -271,7 +277,7 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that stops answerin
     if (!client) throw new Error('no Redis client');
     expect((await app.call({ url: '/api/v1/apps', key })).headers['ratelimit-limit']).toBe('1000');
 
-    silent = true;
+    proxy.silent = true;
     const dropped = next(client, 'reconnecting');
     for (let i = 0; i < 5; i++) {
       const r = await app.call({ url: '/api/v1/apps', key });
@@ -282,7 +288,7 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that stops answerin
     await dropped;
 
     const ready = next(client, 'ready');
-    silent = false;
+    proxy.silent = false;
     await ready;
     expect((await app.call({ url: '/api/v1/apps', key })).headers['ratelimit-limit']).toBe('1000');
     const outages = log.lines.filter((line) => line.includes(OUTAGE));
