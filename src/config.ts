@@ -39,6 +39,11 @@ export interface Config {
   webhookTimeoutMs: number;
   /** Webhook deliveries one process attempts at once, in a job lane of their own (WEBHOOK_CONCURRENCY). */
   webhookConcurrency: number;
+  /**
+   * Of those, the deliveries of one tenant one process attempts at once (WEBHOOK_TENANT_CONCURRENCY,
+   * default half of WEBHOOK_CONCURRENCY, at least 1): a tenant with slow receivers leaves the rest to others.
+   */
+  webhookTenantConcurrency: number;
   /** Delay before the first webhook retry, doubling per attempt (WEBHOOK_RETRY_BASE_MS). */
   webhookRetryBaseMs: number;
   /** Longest delay between two webhook attempts (WEBHOOK_RETRY_MAX_MS). */
@@ -159,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (previousSealingKey !== undefined && sealingKey === undefined) {
     throw new ConfigError('SECRETS_KEY_PREVIOUS is the key before a change of SECRETS_KEY: set SECRETS_KEY too');
   }
+  const webhookConcurrency = int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256);
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -185,7 +191,14 @@ export function loadConfig(env: Env = process.env): Config {
     jobPollMs: int(env, 'JOB_POLL_MS', 1000, 10, 600_000),
     jobStopGraceMs: int(env, 'JOB_STOP_GRACE_MS', 10_000, 0, 600_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
-    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+    webhookConcurrency,
+    webhookTenantConcurrency: int(
+      env,
+      'WEBHOOK_TENANT_CONCURRENCY',
+      Math.max(1, Math.floor(webhookConcurrency / 2)),
+      1,
+      webhookConcurrency,
+    ),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
     trustProxy: bool(env, 'TRUST_PROXY', false),

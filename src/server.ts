@@ -143,8 +143,17 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     stopGraceMs: config.jobStopGraceMs,
     // A delivery waits on the receiver (up to WEBHOOK_TIMEOUT_MS): in a lane of their own, slow
     // receivers hold up other deliveries at most, never a sync, a run or an evaluation. Waiting
-    // costs little here, so the lane takes more at once than the default one.
-    lanes: [{ name: 'webhook-delivery', kinds: [WEBHOOK_DELIVERY_JOB], concurrency: config.webhookConcurrency }],
+    // costs little here, so the lane takes more at once than the default one. One tenant's
+    // deliveries take at most WEBHOOK_TENANT_CONCURRENCY of its slots, so a tenant whose
+    // receivers hang delays its own deliveries, not the other tenants'.
+    lanes: [
+      {
+        name: 'webhook-delivery',
+        kinds: [WEBHOOK_DELIVERY_JOB],
+        concurrency: config.webhookConcurrency,
+        tenantConcurrency: config.webhookTenantConcurrency,
+      },
+    ],
   });
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
   const secrets = createSecretBox(config.secretsKey, config.secretsKeyPrevious);

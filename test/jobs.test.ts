@@ -1,6 +1,7 @@
 // The durable job queue: jobs in the database, claimed with FOR UPDATE SKIP LOCKED under a lease,
 // deduplicated by key, retried with exponential backoff, taken over when their worker dies,
-// never run twice by several workers on one database, and run in lanes that never wait on each other.
+// never run twice by several workers on one database, and run in lanes that never wait on each other,
+// where one tenant's jobs take at most the lane's per-tenant share of its slots.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
@@ -293,6 +294,72 @@ describe('job queue', () => {
     }
   });
 
+  it('claiming skips the tenants named: the oldest due job of another tenant is taken instead', async () => {
+    const kind = uniqueKind('capped');
+    const other = await t.tenant();
+    const q = queue();
+    q.register(kind, async () => {});
+    const older = await q.enqueue(t.database.db, { kind, tenantId, runAt: new Date(Date.now() - 60_000) });
+    const newer = await q.enqueue(t.database.db, {
+      kind,
+      tenantId: other.tenantId,
+      runAt: new Date(Date.now() - 30_000),
+    });
+    const newest = await q.enqueue(t.database.db, { kind, tenantId: other.tenantId });
+    const skipping = await q.claim([kind], [tenantId]);
+    expect(skipping?.job).toMatchObject({ id: newer.id, tenantId: other.tenantId });
+    // Without it, the oldest due job comes first, whoever's it is.
+    const first = await q.claim([kind]);
+    expect(first?.job.id).toBe(older.id);
+    expect(await q.claim([kind], [tenantId, other.tenantId])).toBeUndefined();
+    await q.runUntilIdle();
+    for (const claimed of [skipping, first]) if (claimed) await q.complete(claimed);
+    expect((await jobRow(newest.id)).status).toBe('succeeded');
+  });
+
+  it('a lane runs at most its tenant concurrency of one tenant’s jobs: a free slot goes to another tenant’s later job', async () => {
+    const slow = uniqueKind('hog');
+    const other = await t.tenant();
+    const held: { tenantId: string; release: () => void }[] = [];
+    let most = 0;
+    const q = queue({ pollMs: 10, lanes: [{ name: 'capped', kinds: [slow], concurrency: 3, tenantConcurrency: 2 }] });
+    q.register(
+      slow,
+      (job) =>
+        new Promise<void>((resolve) => {
+          held.push({ tenantId: job.tenantId, release: resolve });
+          most = Math.max(most, held.filter((h) => h.tenantId === tenantId).length);
+        }),
+    );
+    const hogIds: string[] = [];
+    for (let i = 0; i < 5; i++) hogIds.push((await q.enqueue(t.database.db, { kind: slow, tenantId })).id);
+    q.start();
+    try {
+      // Two of the tenant's jobs run; the third slot stays free though three more of its jobs are due.
+      await waitFor(async () => held.length === 2);
+      await sleep(100);
+      expect(held).toHaveLength(2);
+      // Another tenant's job, enqueued after all of them, takes that slot at once.
+      const { id } = await q.enqueue(t.database.db, { kind: slow, tenantId: other.tenantId });
+      await waitFor(async () => held.some((h) => h.tenantId === other.tenantId));
+      expect((await jobRow(id)).status).toBe('running');
+      const states = await Promise.all(hogIds.map(async (hogId) => (await jobRow(hogId)).status));
+      expect(states.filter((s) => s === 'running')).toHaveLength(2);
+      // One of the tenant's jobs ends: the next of its own takes the freed share.
+      held.shift()?.release();
+      await waitFor(async () => held.filter((h) => h.tenantId === tenantId).length === 2);
+      await waitFor(async () => {
+        for (const h of held.splice(0)) h.release();
+        const rows = await Promise.all([...hogIds, id].map(jobRow));
+        return rows.every((row) => row.status === 'succeeded');
+      });
+      expect(most).toBe(2);
+    } finally {
+      for (const h of held) h.release();
+      await q.stop();
+    }
+  });
+
   it('runUntilIdle drains every lane', async () => {
     const laned = uniqueKind('laned');
     const plain = uniqueKind('plain');
@@ -308,7 +375,7 @@ describe('job queue', () => {
     expect((await jobRow(b.id)).status).toBe('succeeded');
   });
 
-  it('a kind named by two lanes, or a lane without a slot, is refused when the queue is made', () => {
+  it('a kind named by two lanes, or a lane without a slot (or without one per tenant), is refused when the queue is made', () => {
     expect(() =>
       queue({
         lanes: [
@@ -318,6 +385,9 @@ describe('job queue', () => {
       }),
     ).toThrow(/'x' is named by two lanes/);
     expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 0 }] })).toThrow(/at least 1/);
+    expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 2, tenantConcurrency: 0 }] })).toThrow(
+      /tenant concurrency of at least 1/,
+    );
   });
 
   it('several workers on one database never run a job twice', async () => {

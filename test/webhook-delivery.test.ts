@@ -3,7 +3,8 @@
 // `standardwebhooks` library; retries with the same `webhook-id`, replays, secret rotation, a
 // restart between a failed attempt and its retry, the delivery-time SSRF check, the 5-day
 // disabling (time injected through the handler's clock), tenant isolation and scopes, and the
-// deliveries' own job lane: receivers that hold their answers open hold up no other kind of job.
+// deliveries' own job lane: receivers that hold their answers open hold up no other kind of job,
+// and no other tenant's deliveries.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -844,9 +845,16 @@ describe('webhook delivery', () => {
 
   it('receivers that hold their answers open take only the delivery lane’s slots: another tenant’s sync still runs', async () => {
     const held = await startHoldingReceiver();
-    // Two delivery slots, as many as the other kinds have, and attempts that outlast the test.
+    // Two delivery slots, as many as the other kinds have, both open to one tenant, and attempts
+    // that outlast the test.
     const app = await startTestApp(
-      { ...ENV, WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_CONCURRENCY: '2', JOB_POLL_MS: '20' },
+      {
+        ...ENV,
+        WEBHOOK_TIMEOUT_MS: '60000',
+        WEBHOOK_CONCURRENCY: '2',
+        WEBHOOK_TENANT_CONCURRENCY: '2',
+        JOB_POLL_MS: '20',
+      },
       { startJobs: true },
     );
     try {
@@ -878,6 +886,45 @@ describe('webhook delivery', () => {
       await waitFor(async () => {
         const log = await deliveries(slow.key, endpoint.id, app);
         return log.length === 3 && log.every((d: { status: string }) => d.status === 'succeeded');
+      });
+    } finally {
+      held.answerAll();
+      await app.close();
+      await held.close();
+    }
+  });
+
+  it('a tenant whose receiver hangs holds at most half the delivery lane: another tenant’s delivery lands at once', async () => {
+    const held = await startHoldingReceiver();
+    // The default lane of 8 (WEBHOOK_CONCURRENCY) and its default share per tenant, 4; attempts
+    // that outlast the test.
+    const app = await startTestApp({ ...ENV, WEBHOOK_TIMEOUT_MS: '60000', JOB_POLL_MS: '20' }, { startJobs: true });
+    try {
+      const slow = await app.tenant();
+      const slowEndpoint = await createEndpoint(slow.key, { url: held.url }, app);
+      const names = ['Ada', 'Bea', 'Cyd', 'Dee', 'Eve', 'Fay', 'Gus', 'Hal', 'Ivy', 'Jo'];
+      for (const name of names) await createUser(slow.tenantId, slow.key, name, app);
+      // Ten deliveries due, eight slots: the tenant's four hang, the other four slots stay free.
+      await waitFor(() => held.waiting.length >= 4);
+      await sleep(200);
+
+      const other = await app.tenant();
+      const endpoint = await createEndpoint(other.key, {}, app);
+      await createUser(other.tenantId, other.key, 'Kim', app);
+      // Well before the hanging attempts' 60 s timeout: it did not wait for a slot.
+      await waitFor(async () => {
+        const log = await deliveries(other.key, endpoint.id, app);
+        return log[0]?.status === 'succeeded';
+      }, 5_000);
+      expect(forTenant(other.tenantId)).toHaveLength(1);
+      // Meanwhile the hanging tenant never had more than its four attempts out.
+      expect(held.waiting).toHaveLength(4);
+      expect(held.givenUp()).toBe(0);
+
+      held.answerAll();
+      await waitFor(async () => {
+        const log = await deliveries(slow.key, slowEndpoint.id, app);
+        return log.length === names.length && log.every((d: { status: string }) => d.status === 'succeeded');
       });
     } finally {
       held.answerAll();

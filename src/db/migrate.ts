@@ -14,6 +14,7 @@ import { webhooks } from './migrations/0009-webhooks.js';
 import { knowledgeGapOccurrences } from './migrations/0010-knowledge-gap-occurrences.js';
 import { boundedSearchVectors } from './migrations/0011-bounded-search-vectors.js';
 import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token.js';
+import { jobsDueByKind } from './migrations/0013-jobs-due-by-kind.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -34,6 +35,7 @@ export const MIGRATIONS: Migration[] = [
   knowledgeGapOccurrences,
   boundedSearchVectors,
   idempotencyLeaseToken,
+  jobsDueByKind,
 ];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

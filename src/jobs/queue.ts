@@ -18,6 +18,11 @@
 // - Workers are split in lanes, each claiming only its own kinds up to its own concurrency: a
 //   kind that waits on the outside world (a webhook delivery on a slow receiver) takes the slots
 //   of its lane, never those the other kinds need. Every kind no lane names is in the default one.
+// - A lane may cap the jobs of one tenant it runs at once in this process (`tenantConcurrency`):
+//   the claim then skips the tenants at their cap, so one tenant's slow jobs (deliveries to a
+//   receiver that hangs until the timeout) leave the lane's other slots to the other tenants. The
+//   cap counts this process's own handlers, which it knows exactly; with several processes a
+//   tenant holds at most the cap in each, and every process keeps the rest of its lane for others.
 import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { Database } from '../db/schema.js';
@@ -92,6 +97,8 @@ export interface JobLane {
   kinds: string[];
   /** Handlers of this lane run at once by this process. */
   concurrency: number;
+  /** Handlers of one tenant this lane runs at once in this process; unset: no cap. */
+  tenantConcurrency?: number;
 }
 
 /** The queue: anything with `selectFrom` works as the handle, so enqueueing joins a caller's transaction. */
@@ -122,6 +129,7 @@ type JobRow = {
 interface Lane {
   name: string;
   concurrency: number;
+  tenantConcurrency: number | undefined;
   /** A poll of this lane is under way: another one would only claim past its concurrency. */
   polling: boolean;
 }
@@ -144,14 +152,22 @@ export function createJobQueue(options: JobQueueOptions) {
   };
   const handlers = new Map<string, JobHandler>();
   const kindOptions = new Map<string, JobKindOptions>();
-  const defaultLane: Lane = { name: 'default', concurrency: cfg.concurrency, polling: false };
+  const defaultLane: Lane = {
+    name: 'default',
+    concurrency: cfg.concurrency,
+    tenantConcurrency: undefined,
+    polling: false,
+  };
   const lanes = [defaultLane];
   const laneOfKind = new Map<string, Lane>();
-  for (const { name, kinds, concurrency } of options.lanes ?? []) {
+  for (const { name, kinds, concurrency, tenantConcurrency } of options.lanes ?? []) {
     if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
       throw new Error(`job lane '${name}' needs a concurrency of at least 1, got ${concurrency}`);
     }
-    const lane: Lane = { name, concurrency, polling: false };
+    if (tenantConcurrency !== undefined && !(Number.isInteger(tenantConcurrency) && tenantConcurrency >= 1)) {
+      throw new Error(`job lane '${name}' needs a tenant concurrency of at least 1, got ${tenantConcurrency}`);
+    }
+    const lane: Lane = { name, concurrency, tenantConcurrency, polling: false };
     lanes.push(lane);
     for (const kind of kinds) {
       if (laneOfKind.has(kind)) throw new Error(`job kind '${kind}' is named by two lanes`);
@@ -159,7 +175,7 @@ export function createJobQueue(options: JobQueueOptions) {
     }
   }
   const laneOf = (kind: string) => laneOfKind.get(kind) ?? defaultLane;
-  const running = new Map<string, { promise: Promise<void>; abort: AbortController; lane: Lane }>();
+  const running = new Map<string, { promise: Promise<void>; abort: AbortController; lane: Lane; tenantId: string }>();
   const schedules: { name: string; everyMs: number; task: () => Promise<void>; timer?: NodeJS.Timeout }[] = [];
   // Finished jobs are kept a week for inspection, then swept.
   schedules.push({
@@ -176,9 +192,10 @@ export function createJobQueue(options: JobQueueOptions) {
 
   /**
    * Claims the next due job of one of `kinds` (by default every kind this process handles, of
-   * every lane), or one whose lease expired.
+   * every lane), or one whose lease expired; none of the tenants in `skipTenants` (those at their
+   * lane's cap). Oldest due first among the others.
    */
-  async function claim(kinds = [...handlers.keys()]): Promise<Claim | undefined> {
+  async function claim(kinds = [...handlers.keys()], skipTenants: string[] = []): Promise<Claim | undefined> {
     if (kinds.length === 0) return undefined;
     const token = newId();
     const result = await sql<JobRow>`
@@ -192,6 +209,7 @@ export function createJobQueue(options: JobQueueOptions) {
         select id from jobs
         where kind in (${sql.join(kinds)})
           and ((status = 'queued' and run_at <= now()) or (status = 'running' and locked_until < now()))
+          and tenant_id <> all(${skipTenants}::text[])
         order by run_at, id
         for update skip locked
         limit 1
@@ -295,7 +313,7 @@ export function createJobQueue(options: JobQueueOptions) {
       Math.max(Math.floor(cfg.leaseMs / 3), 10),
     );
     timer.unref();
-    const entry = { abort, promise: Promise.resolve(), lane: laneOf(job.kind) };
+    const entry = { abort, promise: Promise.resolve(), lane: laneOf(job.kind), tenantId: job.tenantId };
     running.set(job.id, entry);
     try {
       if (job.attempts > job.maxAttempts) {
@@ -339,9 +357,19 @@ export function createJobQueue(options: JobQueueOptions) {
     lane.polling = true;
     const kinds = [...handlers.keys()].filter((kind) => laneOf(kind) === lane);
     const busy = () => [...running.values()].filter((r) => r.lane === lane).length;
+    // The tenants already running as many of this lane's jobs as the lane allows one tenant.
+    const atCap = () => {
+      const cap = lane.tenantConcurrency;
+      if (cap === undefined) return [];
+      const counts = new Map<string, number>();
+      for (const r of running.values()) {
+        if (r.lane === lane) counts.set(r.tenantId, (counts.get(r.tenantId) ?? 0) + 1);
+      }
+      return [...counts].filter(([, n]) => n >= cap).map(([tenantId]) => tenantId);
+    };
     try {
       while (started && busy() < lane.concurrency) {
-        const claimed = await claim(kinds);
+        const claimed = await claim(kinds, atCap());
         if (!claimed) break;
         const entry = run(claimed).catch((error) =>
           log.error({ job_id: claimed.job.id, err: describe(error) }, 'job bookkeeping failed'),
