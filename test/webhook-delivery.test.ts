@@ -16,7 +16,7 @@ import { registerWebhookDelivery, sweepWebhookLog } from '../src/domain/webhooks
 import { createJobQueue, type JobQueue } from '../src/jobs/queue.js';
 import { createSecretBox } from '../src/lib/secret-box.js';
 import { buildApp } from '../src/server.js';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 type Received = { headers: http.IncomingHttpHeaders; body: string; path: string };
 type Answer =
@@ -219,6 +219,59 @@ describe('webhook delivery', () => {
     });
     expect(logged.delivered_at).not.toBeNull();
     expect(await deliveries(key, links.id)).toEqual([]);
+  });
+
+  // PostgreSQL only: PGlite's one session runs the delete and the write one after the other.
+  describe.runIf(usingPostgres)('an endpoint deleted while an event is written', () => {
+    /** Runs `write` while another session deletes `endpointId`, committing once the write waits on it. */
+    async function deletedDuring<T>(endpointId: string, write: () => Promise<T>): Promise<T> {
+      return t.database.db.connection().execute(async (hold) => {
+        await sql`begin`.execute(hold);
+        await sql`delete from webhook_endpoints where id = ${endpointId}`.execute(hold);
+        const written = write();
+        // The write's event waits for the delete (whether it reads the endpoint, or its delivery's
+        // foreign key checks it).
+        expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+        await sql`commit`.execute(hold);
+        return written;
+      });
+    }
+
+    it('is left out: the change the event reports is made (201), and the other endpoints get the event', async () => {
+      const { tenantId, key } = await t.tenant();
+      const gone = await createEndpoint(key, { url: `${receiver.url}/gone` });
+      const kept = await createEndpoint(key, { url: `${receiver.url}/kept` });
+      const r = await deletedDuring(gone.id, () =>
+        t.call({
+          method: 'POST',
+          url: '/api/v1/users',
+          key,
+          body: { email: `late@${tenantId}.example.com`, name: 'Late' },
+        }),
+      );
+      expect(r.status, r.text).toBe(201);
+      await drain(tenantId);
+      expect(forTenant(tenantId).map((got) => got.path)).toEqual(['/hooks/kept']);
+      expect(await deliveries(key, kept.id)).toHaveLength(1);
+    });
+
+    it('outside a transaction (a sync’s outcome) too: the event is kept and delivered to the others', async () => {
+      const { tenantId, key } = await t.tenant();
+      const gone = await createEndpoint(key, { url: `${receiver.url}/gone` });
+      await createEndpoint(key, { url: `${receiver.url}/kept` });
+      const user = await createUser(tenantId, key, 'Grace');
+      const emitted = await deletedDuring(gone.id, () =>
+        t.services.emitEvent(t.database.db, tenantId, 'user.permissions.changed', {
+          user,
+          added: ['tasks.view'],
+          removed: [],
+        }),
+      );
+      expect(emitted.deliveries).toBe(1);
+      await drain(tenantId);
+      const changed = forTenant(tenantId).filter((got) => got.body.includes('user.permissions.changed'));
+      expect(changed.map((got) => got.path)).toEqual(['/hooks/kept']);
+    });
   });
 
   it('an event is recorded exactly when the caller’s transaction commits: a rollback sends nothing', async () => {

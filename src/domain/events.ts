@@ -2,7 +2,12 @@
 // (issue 12): `emitEvent(executor, tenantId, type, data)`. It records the event and adds one
 // delivery, with its job on the durable queue, per enabled endpoint of the tenant subscribed to
 // the type. Pass the caller's transaction as `executor`: the event then exists exactly when the
-// change it reports commits, and a rollback takes it back with everything else.
+// change it reports commits, and a rollback takes it back with everything else. Called outside a
+// transaction, it makes its own: the event, its deliveries and their jobs are written together.
+// The endpoints it delivers to are locked (FOR KEY SHARE) until then: an endpoint being deleted
+// meanwhile is either waited for and left out, or deleted after the deliveries, with them. Read
+// unlocked, one deleted between the read and the deliveries' insert failed the insert on its
+// foreign key: the change the event reports was refused (422) with it, or its event lost.
 //
 // An event no endpoint subscribes to is not stored (nothing would read it).
 import { sql } from 'kysely';
@@ -52,10 +57,13 @@ export function subscribedEndpoints(executor: Db, tenantId: string, type: EventT
 
 export function createEventEmitter({ jobs, retryWindowMs, now = () => new Date() }: EventEmitterDeps): EmitEvent {
   const windowMs = retryWindowMs ?? DEFAULT_RETRY_POLICY.windowMs;
-  return async (executor, tenantId, type, data) => {
+  const emit: EmitEvent = async (executor, tenantId, type, data) => {
     // A typed call cannot name an unknown type; this guards untyped callers.
     if (!Object.hasOwn(EVENT_TYPES, type)) throw new Error(`unknown event type '${type}'`);
-    const endpoints = await subscribedEndpoints(executor, tenantId, type).orderBy('id').execute();
+    if (!executor.isTransaction) {
+      return executor.transaction().execute((trx) => emit(trx, tenantId, type, data));
+    }
+    const endpoints = await subscribedEndpoints(executor, tenantId, type).orderBy('id').forKeyShare().execute();
     if (endpoints.length === 0) return { id: null, type, deliveries: 0 };
 
     const id = newId();
@@ -88,4 +96,5 @@ export function createEventEmitter({ jobs, retryWindowMs, now = () => new Date()
     }
     return { id, type, deliveries: deliveries.length };
   };
+  return emit;
 }
