@@ -61,6 +61,11 @@ export async function lockWaiters<DB>(session: Kysely<DB>, where: RawBuilder<unk
   return 0;
 }
 
+/** For `lockWaiters`: a lock request waiting for a session that itself waits for the caller's. */
+export const QUEUED_BEHIND = sql`exists (
+  select 1 from pg_locks b where not b.granted and b.pid = any(pg_blocking_pids(pg_locks.pid))
+    and pg_backend_pid() = any(pg_blocking_pids(b.pid)))`;
+
 export interface TestAppOptions {
   /** Share rate-limit counters between apps (Redis runs only). */
   redisNamespace?: string;

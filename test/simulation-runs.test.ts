@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SIMULATION_RUN_JOB } from '../src/domain/simulations/index.js';
 import { createJobQueue } from '../src/jobs/queue.js';
 import { buildApp } from '../src/server.js';
-import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { expectError, lockWaiters, QUEUED_BEHIND, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -192,11 +192,6 @@ async function leftBehind(app: TestApp, tenantId: string, runId: string) {
   return { conversations, marks, job };
 }
 const NOTHING_LEFT = { conversations: [], marks: [], job: { status: 'succeeded', last_error: null } };
-
-/** For `lockWaiters`: a lock request waiting for a session that itself waits for the caller's. */
-const QUEUED_BEHIND = sql`exists (
-  select 1 from pg_locks b where not b.granted and b.pid = any(pg_blocking_pids(pg_locks.pid))
-    and pg_backend_pid() = any(pg_blocking_pids(b.pid)))`;
 
 describe('a run of every expected type', () => {
   it('passes and fails exactly the cases it should: 8 cases, 4 passed, 4 failed, success_rate 0.5', async () => {

@@ -16,7 +16,7 @@ import { registerWebhookDelivery, sweepWebhookLog } from '../src/domain/webhooks
 import { createJobQueue, type JobQueue } from '../src/jobs/queue.js';
 import { createSecretBox } from '../src/lib/secret-box.js';
 import { buildApp } from '../src/server.js';
-import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { expectError, lockWaiters, QUEUED_BEHIND, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 type Received = { headers: http.IncomingHttpHeaders; body: string; path: string };
 type Answer =
@@ -222,7 +222,7 @@ describe('webhook delivery', () => {
   });
 
   // PostgreSQL only: PGlite's one session runs the delete and the write one after the other.
-  describe.runIf(usingPostgres)('an endpoint deleted while an event is written', () => {
+  describe.runIf(usingPostgres)('an endpoint deleted meanwhile', () => {
     /** Runs `write` while another session deletes `endpointId`, committing once the write waits on it. */
     async function deletedDuring<T>(endpointId: string, write: () => Promise<T>): Promise<T> {
       return t.database.db.connection().execute(async (hold) => {
@@ -237,7 +237,7 @@ describe('webhook delivery', () => {
       });
     }
 
-    it('is left out: the change the event reports is made (201), and the other endpoints get the event', async () => {
+    it('while an event is written, is left out: the change the event reports is made (201), and the other endpoints get the event', async () => {
       const { tenantId, key } = await t.tenant();
       const gone = await createEndpoint(key, { url: `${receiver.url}/gone` });
       const kept = await createEndpoint(key, { url: `${receiver.url}/kept` });
@@ -255,7 +255,35 @@ describe('webhook delivery', () => {
       expect(await deliveries(key, kept.id)).toHaveLength(1);
     });
 
-    it('outside a transaction (a sync’s outcome) too: the event is kept and delivered to the others', async () => {
+    it('while an attempt is being recorded: no deadlock; the delete answers 200 and the attempt ends quietly', async () => {
+      const { tenantId, key } = await t.tenant();
+      const endpoint = await createEndpoint(key, { url: `${receiver.url}/always-500` });
+      await createUser(tenantId, key, 'Failing');
+      let attempted: Promise<void> | undefined;
+      const deleted = await t.database.db.connection().execute(async (hold) => {
+        // The endpoint is held while its delete queues for it, then its failed attempt is recorded
+        // behind the delete: the delete goes first, and takes the delivery the record wants.
+        await sql`begin`.execute(hold);
+        await sql`select 1 from webhook_endpoints where id = ${endpoint.id} for no key update`.execute(hold);
+        const deleting = t.call({ method: 'DELETE', url: `/api/v1/webhook-endpoints/${endpoint.id}`, key });
+        expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+        attempted = t.jobs.runUntilIdle();
+        expect(await lockWaiters(hold, QUEUED_BEHIND)).toBe(1);
+        await sql`commit`.execute(hold);
+        return deleting;
+      });
+      expect(deleted.status, deleted.text).toBe(200);
+      await attempted;
+      const jobs = await t.database.db
+        .selectFrom('jobs')
+        .select(['status', 'last_error'])
+        .where('tenant_id', '=', tenantId)
+        .where('kind', '=', WEBHOOK_DELIVERY_JOB)
+        .execute();
+      expect(jobs).toEqual([{ status: 'succeeded', last_error: null }]);
+    });
+
+    it('while an event is written outside a transaction (a sync’s outcome), is left out too: the event is kept and delivered to the others', async () => {
       const { tenantId, key } = await t.tenant();
       const gone = await createEndpoint(key, { url: `${receiver.url}/gone` });
       await createEndpoint(key, { url: `${receiver.url}/kept` });

@@ -187,6 +187,23 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
   async function record(tenantId: string, deliveryId: string, seq: number, outcome: Outcome): Promise<void> {
     const at = now();
     const disabled = await db.transaction().execute(async (trx) => {
+      // The endpoint is locked before its delivery, in the order of the endpoint's delete (the
+      // endpoint, then its deliveries by cascade): the other order deadlocked with a delete made
+      // while an attempt was being recorded, and one of the two failed.
+      const owner = await trx
+        .selectFrom('webhook_deliveries')
+        .select('endpoint_id')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', deliveryId)
+        .executeTakeFirst();
+      if (!owner) return undefined; // deleted with its endpoint while the attempt ran
+      await trx
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', owner.endpoint_id)
+        .forNoKeyUpdate()
+        .execute();
       const delivery = await trx
         .selectFrom('webhook_deliveries')
         .select(['endpoint_id', 'attempts', 'retry_until'])
