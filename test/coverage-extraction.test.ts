@@ -2,9 +2,11 @@
 // question-like sentences), near-duplicates are dropped (of each other and of the referential),
 // each is filed under the closest existing domain or `uncategorized`; progress is live and is
 // observed mid-run by stepping the job queue one batch (50 conversations) at a time.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COVERAGE_EXTRACTION_JOB } from '../src/domain/coverage/extraction.js';
 import { newId } from '../src/lib/ids.js';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, lockWaiters, QUEUED_BEHIND, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -262,4 +264,52 @@ describe('question extraction', () => {
       percent: 100,
     });
   });
+
+  // PostgreSQL only: PGlite's one session runs the delete and the batch one after the other.
+  it.runIf(usingPostgres)(
+    'deleting the referential while a batch is about to run: no deadlock; the delete answers 200 and the batch ends quietly',
+    async () => {
+      const { key, tenantId } = await t.tenant();
+      expect((await send(key, 'How do I reset my password?')).status).toBe(200);
+      const created = await t.call({
+        method: 'POST',
+        url: '/api/v1/coverage/referentials',
+        key,
+        body: { name: 'Gone' },
+      });
+      const referentialId = created.body.id as string;
+      expect(
+        (
+          await t.call({
+            method: 'POST',
+            url: '/api/v1/coverage/extract',
+            key,
+            body: { referential_id: referentialId },
+          })
+        ).status,
+      ).toBe(202);
+      let batch: Promise<void> | undefined;
+      const deleted = await t.database.db.connection().execute(async (hold) => {
+        // The referential is held while its delete queues for it, then the batch queues behind
+        // the delete: the delete goes first, and takes the run the batch may hold.
+        await sql`begin`.execute(hold);
+        await sql`select 1 from coverage_referentials where id = ${referentialId} for no key update`.execute(hold);
+        const deleting = t.call({ method: 'DELETE', url: `/api/v1/coverage/referentials/${referentialId}`, key });
+        expect(await lockWaiters(hold, sql`pg_backend_pid() = any(pg_blocking_pids(pid))`)).toBe(1);
+        batch = t.jobs.runUntilIdle();
+        expect(await lockWaiters(hold, QUEUED_BEHIND)).toBe(1);
+        await sql`commit`.execute(hold);
+        return deleting;
+      });
+      expect(deleted.status, deleted.text).toBe(200);
+      await batch;
+      const jobs = await t.database.db
+        .selectFrom('jobs')
+        .select(['status', 'last_error'])
+        .where('tenant_id', '=', tenantId)
+        .where('kind', '=', COVERAGE_EXTRACTION_JOB)
+        .execute();
+      expect(jobs).toEqual([{ status: 'succeeded', last_error: null }]);
+    },
+  );
 });

@@ -143,6 +143,23 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
     const expectedCursor = (job.payload.cursor as string | null | undefined) ?? null;
     try {
       await db.transaction().execute(async (trx) => {
+        // The referential is locked first, so a concurrent rename or batch add waits for this
+        // batch; then the run. The referential's delete takes them in this order too (the
+        // referential, then its runs by cascade): the other order deadlocked with it.
+        const owner = await trx
+          .selectFrom('coverage_extractions')
+          .select('referential_id')
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', extractionId)
+          .executeTakeFirst();
+        if (!owner) return; // gone with its referential
+        await trx
+          .selectFrom('coverage_referentials')
+          .select('id')
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', owner.referential_id)
+          .forUpdate()
+          .executeTakeFirst();
         const run = await trx
           .selectFrom('coverage_extractions')
           .select(['id', 'referential_id', 'status', 'last_conversation_id', 'cutoff_at'])
@@ -153,14 +170,6 @@ export function createExtractionService(deps: ExtractionServiceDeps) {
         // Gone with its referential, finished, or already past this job's batch.
         if (!run || (run.status !== 'queued' && run.status !== 'running')) return;
         if (run.last_conversation_id !== expectedCursor) return;
-        // Locks the referential so a concurrent rename or batch add waits for this batch.
-        await trx
-          .selectFrom('coverage_referentials')
-          .select('id')
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', run.referential_id)
-          .forUpdate()
-          .executeTakeFirst();
 
         let conversationsQuery = customerConversations(trx, tenantId, run.cutoff_at)
           .select('id')
