@@ -385,6 +385,8 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
   let port: number;
   const passwordOnly = (prompt: string) => (prompt.includes('reset my password') ? 'YES' : 'NO');
   let answerFor: (prompt: string) => string = passwordOnly;
+  /** Runs before the model answers: a change made while the evaluation judges. */
+  let whileJudging: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     // A scripted OpenAI-compatible server: says YES only for the password question.
@@ -398,15 +400,19 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
         const prompt = request.messages.find((m) => m.role === 'user')?.content ?? '';
         judged.push(prompt.split('\n')[0] ?? '');
         const answer = answerFor(prompt);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            id: 'chatcmpl-1',
-            object: 'chat.completion',
-            model: request.model,
-            choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
-          }),
-        );
+        const change = whileJudging;
+        whileJudging = undefined;
+        void (change ?? (async () => {}))().then(() => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              id: 'chatcmpl-1',
+              object: 'chat.completion',
+              model: request.model,
+              choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+            }),
+          );
+        });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -439,6 +445,36 @@ describe('coverage evaluations with an LLM judge (LLM_BASE_URL set)', () => {
       { domain: 'shipping', covered: 0, total: 1, percentage: 0 },
     ]);
     expect(judged.sort()).toEqual(['Question: How do I reset my password?', 'Question: What is your refund policy?']);
+  });
+
+  it('a domain renamed while the evaluation judges is reported under its new name, as the referential has it', async () => {
+    const { key } = await app.tenant();
+    const id = await seedKnowledge(app, key);
+    // The questions were read for judging under 'billing'; it is renamed before their verdicts.
+    whileJudging = async () => {
+      const renamed = await app.call({
+        method: 'PUT',
+        url: `/api/v1/coverage/referentials/${id}/domains/rename`,
+        key,
+        body: { old_domain: 'billing', new_domain: 'payments' },
+      });
+      expect(renamed.status, renamed.text).toBe(200);
+    };
+    const started = await app.call({
+      method: 'POST',
+      url: '/api/v1/coverage/evaluations',
+      key,
+      body: { referential_id: id },
+    });
+    await app.jobs.runUntilIdle();
+    expect(whileJudging).toBeUndefined();
+    const done = await app.call({ url: `/api/v1/coverage/evaluations/${started.body.id}`, key });
+    expect(done.body.domains.map((d: { domain: string }) => d.domain)).toEqual(['account', 'payments', 'shipping']);
+    expect(done.body).toMatchObject({ status: 'completed', total: 6 });
+    const results = await app.call({ url: `/api/v1/coverage/evaluations/${started.body.id}/results?limit=100`, key });
+    expect(new Set(results.body.data.map((r: { domain: string }) => r.domain))).toEqual(
+      new Set(['account', 'payments', 'shipping']),
+    );
   });
 
   it('takes the word YES or NO as the verdict; a reply that only starts like one ("NOT SURE") is none', async () => {

@@ -8,10 +8,10 @@
 // Runs go through the durable job queue. Judged questions are stored in batches, so progress is
 // readable while the run goes and a retried job resumes after the questions already judged.
 // `GET /coverage` reads the latest completed run.
-import { sql } from 'kysely';
+import { sql, type Updateable } from 'kysely';
 import type { Retrieval } from '../../agent/engine.js';
 import type { Db } from '../../db/client.js';
-import type { CoverageDomainResult, CoverageRunStatus } from '../../db/schema.js';
+import type { CoverageDomainResult, CoverageRunStatus, Database } from '../../db/schema.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
@@ -213,16 +213,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
         await writeProgress(tenantId, evaluationId);
         await ctx.heartbeat();
       }
-      const domains = await domainResults(tenantId, evaluationId);
-      const covered = domains.reduce((n, d) => n + d.covered, 0);
-      const total = domains.reduce((n, d) => n + d.total, 0);
-      await finish(tenantId, evaluationId, {
-        status: 'completed',
-        total_questions: total,
-        processed_questions: total,
-        covered_questions: covered,
-        domains: JSON.stringify(domains),
-      });
+      await finish(tenantId, evaluationId, { status: 'completed', referentialId });
     } catch (error) {
       const final = job.attempts >= job.maxAttempts;
       const reason = error instanceof Error ? error.message : String(error);
@@ -240,24 +231,45 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     }
   }
 
-  /** Ends an evaluation and reports it to webhooks in the same transaction. */
+  /**
+   * Ends an evaluation and reports it to webhooks in the same transaction. A completed one is
+   * totalled there, by the domains its questions are in at that moment: a domain renamed while the
+   * run judged (some results written under the old name, some under the new) is one domain in its
+   * report, the referential's, not two. The referential is held meanwhile, so a rename waits.
+   */
   async function finish(
     tenantId: string,
     evaluationId: string,
-    end:
-      | {
-          status: 'completed';
-          total_questions: number;
-          processed_questions: number;
-          covered_questions: number;
-          domains: string;
-        }
-      | { status: 'failed'; error: string },
+    end: { status: 'completed'; referentialId: string } | { status: 'failed'; error: string },
   ) {
     await db.transaction().execute(async (trx) => {
+      let outcome: Updateable<Database['coverage_evaluations']> = end;
+      if (end.status === 'completed') {
+        await trx
+          .selectFrom('coverage_referentials')
+          .select('id')
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', end.referentialId)
+          .forShare()
+          .execute();
+        await sql`
+          update coverage_results r set domain = q.domain
+          from coverage_questions q
+          where r.tenant_id = ${tenantId} and r.evaluation_id = ${evaluationId}
+            and q.tenant_id = r.tenant_id and q.id = r.question_id and r.domain <> q.domain`.execute(trx);
+        const domains = await domainResults(trx, tenantId, evaluationId);
+        const total = domains.reduce((n, d) => n + d.total, 0);
+        outcome = {
+          status: 'completed',
+          total_questions: total,
+          processed_questions: total,
+          covered_questions: domains.reduce((n, d) => n + d.covered, 0),
+          domains: JSON.stringify(domains),
+        };
+      }
       const row = (await trx
         .updateTable('coverage_evaluations')
-        .set({ ...end, completed_at: sql`now()`, updated_at: sql`now()` })
+        .set({ ...outcome, completed_at: sql`now()`, updated_at: sql`now()` })
         .where('tenant_id', '=', tenantId)
         .where('id', '=', evaluationId)
         .returning(EVALUATION_COLUMNS)
@@ -281,8 +293,8 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     `.execute(db);
   }
 
-  async function domainResults(tenantId: string, evaluationId: string): Promise<CoverageDomainResult[]> {
-    const rows = await db
+  async function domainResults(executor: Db, tenantId: string, evaluationId: string): Promise<CoverageDomainResult[]> {
+    const rows = await executor
       .selectFrom('coverage_results')
       .select([
         'domain',
