@@ -1,6 +1,6 @@
 // Apps: create, list, commit files within the spec's bounds, history and current files.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { type CallResult, expectError, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -108,6 +108,28 @@ describe('apps', () => {
         'cursor',
       );
     }
+  });
+
+  it('pages past the longest paths a commit may hold: 200 characters of four UTF-8 bytes each', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'long-paths' } });
+    const paths = ['文'.repeat(196), '本'.repeat(196), '😀'.repeat(196)].map((stem) => `${stem}.txt`).sort();
+    const committed = await commit('long-paths', {
+      message: 'long',
+      files: paths.map((path) => ({ path, content: 'x' })),
+    });
+    expect(committed.status, committed.text).toBe(200);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: CallResult = await t.call({
+        url: `/api/v1/apps/long-paths/files?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+        key,
+      });
+      expect(page.status, page.text).toBe(200);
+      seen.push(...page.body.data.map((f: { path: string }) => f.path));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual(paths);
   });
 
   it('a path cannot be a file and hold files at once: 422 naming the path of the commit, nothing written', async () => {

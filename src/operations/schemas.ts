@@ -50,7 +50,9 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const ListQuery = Type.Object(
   {
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Page size, 1 to 100.' }),
-    cursor: Type.Optional(Type.String({ maxLength: 512, description: 'The `next_cursor` of the previous page.' })),
+    // The longest cursor issued is a file's path (at most 200 characters of up to four UTF-8
+    // bytes): 1,067 characters of base64url.
+    cursor: Type.Optional(Type.String({ maxLength: 2048, description: 'The `next_cursor` of the previous page.' })),
   },
   { additionalProperties: false },
 );
