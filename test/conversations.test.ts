@@ -753,6 +753,25 @@ describe('edge cases', () => {
     expect(conversations).toHaveLength(2);
   });
 
+  it('streams only when Accept prefers a stream; a stream carries the rate limit headers of any answer', async () => {
+    const { key } = await t.tenant();
+    for (const [accept, streamed] of [
+      ['text/event-stream', true],
+      ['application/json, text/event-stream', true],
+      ['text/event-stream;q=0.5, */*;q=0.1', true],
+      ['text/event-stream;q=0', false],
+      ['application/json, text/event-stream;q=0.1', false],
+      ['application/json;q=0.9, text/event-stream;q=0.1', false],
+      ['text/event-stream;q=oops, application/json', false],
+    ] as const) {
+      const answer = await send(key, { content: 'Hello' }, { accept });
+      expect(answer.status, accept).toBe(200);
+      expect(String(answer.headers['content-type']).startsWith('text/event-stream'), accept).toBe(streamed);
+      expect(answer.headers['ratelimit-limit'], accept).toBeDefined();
+      expect(answer.headers['x-request-id'], accept).toBeDefined();
+    }
+  });
+
   it('a streamed send refused before its stream opens stores that answer for a repeat', async () => {
     const { key } = await t.tenant();
     const headers = { accept: 'text/event-stream', 'idempotency-key': 'stream-refused' };

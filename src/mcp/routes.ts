@@ -21,6 +21,7 @@ import type { Services } from '../domain/services.js';
 import { type AuthContext, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
+import { openEventStream } from '../http/negotiation.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
@@ -241,18 +242,7 @@ export function registerMcpRoutes(
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         checkOrigin(request);
-        reply.hijack();
-        const raw = reply.raw;
-        const headers: Record<string, string | number | string[]> = {};
-        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
-        raw.writeHead(200, {
-          ...headers,
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-          'x-request-id': request.id,
-        });
+        const raw = openEventStream(reply);
         raw.write(': connected\n\n');
         const timer = setInterval(
           () => raw.write(`: heartbeat ${new Date().toISOString()}\n\n`),

@@ -8,7 +8,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../agent/engine.js';
 import type { TurnEvent } from '../agent/types.js';
 import { checkBulkItems } from '../domain/errors.js';
-import { asksForEventStream } from '../http/negotiation.js';
+import { asksForEventStream, openEventStream } from '../http/negotiation.js';
 import { defineOperation, type OperationContext, withStatus } from './registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
 
@@ -121,15 +121,8 @@ async function answerTurn(
     else early.push(frame);
   });
 
-  reply.hijack();
-  raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': String(request.id),
-  });
+  // The headers set so far go with the stream's: the request id, the rate limit's.
+  raw = openEventStream(reply);
   for (const frame of early) write(frame);
   // A client that goes away loses nothing: the turn runs on and its result is stored.
   const heartbeat = setInterval(() => write(': keep-alive\n\n'), ctx.services.agent.sseHeartbeatMs);
