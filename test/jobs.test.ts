@@ -80,6 +80,42 @@ describe('job queue', () => {
     await q.runUntilIdle();
   });
 
+  it('a follow-up asked of a running job runs it once more after it ends, never alongside it; a queued one is joined', async () => {
+    const q = queue();
+    const kind = uniqueKind('follow-up');
+    let runs = 0;
+    q.register(kind, async () => {
+      runs++;
+    });
+    const first = await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'f' });
+    // Queued: joined, nothing more to run.
+    expect(await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'f', followUp: true })).toEqual({
+      id: first.id,
+      deduplicated: true,
+    });
+    const claimed = await q.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    for (let i = 0; i < 2; i++) {
+      expect(await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'f', followUp: true })).toEqual({
+        id: first.id,
+        deduplicated: true,
+        followUp: true,
+      });
+    }
+    expect(await q.claim()).toBeUndefined(); // the follow-up is not a second job
+    await q.run(claimed);
+    expect(runs).toBe(1);
+    expect(await jobRow(first.id)).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      follow_up: false,
+      finished_at: null,
+    });
+    await q.runUntilIdle();
+    expect(runs).toBe(2); // asked twice, run once more
+    expect(await jobRow(first.id)).toMatchObject({ status: 'succeeded', attempts: 1, follow_up: false });
+  });
+
   it('enqueueing joins the caller’s transaction: a rolled-back enqueue leaves no job', async () => {
     const q = queue();
     const kind = uniqueKind('trx');

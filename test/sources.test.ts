@@ -398,6 +398,110 @@ describe('website sync', () => {
     expect((await syncJobs(source.id)).map((j) => j.status)).toEqual(['succeeded']);
   });
 
+  it('a sync requested after the domain changed crawls the new domain, after the old crawl and never alongside it', async () => {
+    // The server's workers (two at once), so a second sync of the source would run alongside.
+    const app = await startTestApp({ ALLOW_PRIVATE_TARGETS: 'true', JOB_POLL_MS: '20' }, { startJobs: true });
+    try {
+      const { key: k } = await app.tenant();
+      const call = (method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
+        app.call({ method, url, key: k, body });
+      const { site: old, release } = await slowSite();
+      const fresh = await newSite();
+      fresh.html('/', '<body><a href="/new-page">new</a><p>The new site.</p></body>');
+      fresh.html('/new-page', '<body><p>A page of the new site.</p></body>');
+      const created = await call('POST', '/api/v1/sources', {
+        name: 'Moving',
+        source_type: 'website',
+        domain: old.origin,
+      });
+      const id = created.body.id as string;
+      const read = async () => (await call('GET', `/api/v1/sources/${id}`)).body;
+      await call('POST', `/api/v1/sources/${id}/sync`);
+      const deadline = Date.now() + 10_000;
+      while ((await read()).sync_status !== 'syncing' || !old.fetched('/slow')) {
+        if (Date.now() > deadline) throw new Error('never syncing');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect((await call('PUT', `/api/v1/sources/${id}`, { domain: fresh.origin })).body.domain).toBe(fresh.origin);
+      const requested = await call('POST', `/api/v1/sources/${id}/sync`);
+      expect(requested.status).toBe(202);
+      expect(requested.body).toEqual({ object: 'sync', status: 'syncing', source_id: id });
+      const jobs = app.database.db.selectFrom('jobs').select('status').where('dedupe_key', '=', `source-sync:${id}`);
+      // While the old crawl waits on its slow page, nothing reads the new site.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(fresh.requests).toEqual([]);
+      expect((await jobs.execute()).map((j) => j.status)).toEqual(['running']);
+      release();
+      while (!['synced', 'failed'].includes((await read()).sync_status)) {
+        if (Date.now() > deadline) throw new Error('never synced');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const synced = await read();
+      expect(synced).toMatchObject({
+        sync_status: 'synced',
+        sync_error: null,
+        domain: fresh.origin,
+        document_count: 2,
+      });
+      expect(synced.last_synced_at).not.toBeNull();
+      const documents = (await call('GET', `/api/v1/documents?source_id=${id}&limit=100`)).body.data as {
+        page_id: string;
+        url: string;
+      }[];
+      expect(documents.map((d) => d.page_id).sort()).toEqual(['/', '/new-page']);
+      for (const document of documents) expect(document.url.startsWith(fresh.origin)).toBe(true);
+      expect(fresh.fetched('/new-page')).toBe(true);
+      // One job crawled both sites, one after the other.
+      expect((await jobs.execute()).map((j) => j.status)).toEqual(['succeeded']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a domain changed during a crawl is crawled in turn: the old site’s result is not recorded as the new one’s', async () => {
+    const { site: old, release } = await slowSite();
+    const fresh = await newSite();
+    fresh.html('/', '<body><p>Only the new site.</p></body>');
+    const source = await createSource({ name: 'Moved while crawling', source_type: 'website', domain: old.origin });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    const running = t.jobs.runUntilIdle();
+    const deadline = Date.now() + 10_000;
+    while (!old.fetched('/slow')) {
+      if (Date.now() > deadline) throw new Error('never crawling');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await t.call({ method: 'PUT', url: `/api/v1/sources/${source.id}`, key, body: { domain: fresh.origin } });
+    release();
+    await running;
+    expect(await getSource(source.id)).toMatchObject({
+      sync_status: 'synced',
+      domain: fresh.origin,
+      document_count: 1,
+    });
+    expect((await documentsOf(source.id)).map((d) => d.url)).toEqual([`${fresh.origin}/`]);
+  });
+
+  it('a sync requested when the running one has written its result runs once more after it', async () => {
+    const { site, source } = await syncedSite('Finishing');
+    await post(`/api/v1/sources/${source.id}/sync`);
+    const claimed = await t.jobs.claim(); // running, its handler not started yet
+    if (!claimed) throw new Error('nothing claimed');
+    // As the job stands between writing its result and being marked done.
+    await t.database.db.updateTable('sources').set({ sync_status: 'synced' }).where('id', '=', source.id).execute();
+    const requested = await post(`/api/v1/sources/${source.id}/sync`);
+    expect(requested.body).toEqual({ object: 'sync', status: 'pending', source_id: source.id });
+    expect(await getSource(source.id)).toMatchObject({ sync_status: 'pending' });
+    const before = site.requests.filter((r) => r.path === '/').length;
+    await t.jobs.run(claimed);
+    expect((await syncJobs(source.id)).filter((j) => j.status !== 'succeeded').map((j) => j.status)).toEqual([
+      'queued',
+    ]);
+    await t.jobs.runUntilIdle();
+    expect(site.requests.filter((r) => r.path === '/').length).toBe(before + 2);
+    expect(await getSource(source.id)).toMatchObject({ sync_status: 'synced' });
+    expect((await syncJobs(source.id)).every((j) => j.status === 'succeeded')).toBe(true);
+  });
+
   it('a sync stopped by a shutdown is not a failed sync: the queue runs it again and it completes', async () => {
     const stopping = await startTestApp({ ALLOW_PRIVATE_TARGETS: 'true', JOB_STOP_GRACE_MS: '50' });
     try {

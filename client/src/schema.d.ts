@@ -1523,7 +1523,7 @@ export interface paths {
         get: operations["getSource"];
         /**
          * Update a source
-         * @description Updates a knowledge source and returns the source record. Only the fields sent change: `name`, `source_id`, `domain`, `additional_info`, `auto_sync_enabled`. A new domain is crawled at the next sync.
+         * @description Updates a knowledge source and returns the source record. Only the fields sent change: `name`, `source_id`, `domain`, `additional_info`, `auto_sync_enabled`. A new domain is crawled at the next sync, or by the running one: a sync writes its result only while the source names the domain it crawled.
          *
          *     Requires scope `knowledge:write`.
          */
@@ -1552,7 +1552,7 @@ export interface paths {
         put?: never;
         /**
          * Sync a source
-         * @description Triggers a sync of a knowledge source and answers 202 at once: a website source is crawled again (new and changed pages written, pages gone removed), a manual source is re-indexed. While a sync is queued or running, another request starts nothing new and answers its status. Follow it with Get Source.
+         * @description Triggers a sync of a knowledge source and answers 202 at once: a website source is crawled again (new and changed pages written, pages gone removed), a manual source is re-indexed. While a sync is queued or running, another request joins it and answers its status; a running sync crawls a domain changed during its crawl in turn, and one that has already written its result runs once more after it ends. Follow it with Get Source.
          *
          *     Requires scope `knowledge:write`.
          */

@@ -15,6 +15,7 @@ import { knowledgeGapOccurrences } from './migrations/0010-knowledge-gap-occurre
 import { boundedSearchVectors } from './migrations/0011-bounded-search-vectors.js';
 import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token.js';
 import { jobsDueByKind } from './migrations/0013-jobs-due-by-kind.js';
+import { jobsFollowUp } from './migrations/0014-jobs-follow-up.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -36,6 +37,7 @@ export const MIGRATIONS: Migration[] = [
   boundedSearchVectors,
   idempotencyLeaseToken,
   jobsDueByKind,
+  jobsFollowUp,
 ];
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {

@@ -245,6 +245,8 @@ export interface JobsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   finished_at: NullableTimestamp;
+  /** Run once more when this run ends (src/jobs/queue.ts, `followUp`). */
+  follow_up: Generated<boolean>;
 }
 
 export interface SourcesTable {

@@ -5,6 +5,11 @@
 // per source at a time: the job's dedupe key makes a second request join the queued or running one.
 // Connectors: `website` crawls `domain` (src/domain/connectors/website.ts); `manual` holds the
 // documents created through the API, and its sync re-indexes them.
+// A sync records its result only if the source still names the domain it crawled: a domain
+// changed during the crawl (Update Source) is crawled in turn by the same job, so a sync requested
+// after the change, which joined it, ends with the new site's pages. A request that comes when the
+// running job has already written its result (it is only finishing) asks the queue for one
+// follow-up run of that job instead, since joining it would sync nothing.
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isForeignKeyViolation } from '../db/errors.js';
@@ -159,13 +164,17 @@ export function createSourceService(deps: SourceServiceDeps) {
     return toRecord(row);
   }
 
+  /**
+   * Writes the sync status; with `crawled`, only while the source still names that domain. False
+   * when nothing was written (the source is gone, or its domain changed).
+   */
   async function setStatus(
     tenantId: string,
     id: string,
     status: SyncStatus,
-    fields: { sync_error?: string | null; synced?: boolean } = {},
+    fields: { sync_error?: string | null; synced?: boolean; crawled?: string } = {},
   ): Promise<boolean> {
-    const result = await db
+    let update = db
       .updateTable('sources')
       .set({
         sync_status: status,
@@ -174,12 +183,29 @@ export function createSourceService(deps: SourceServiceDeps) {
         updated_at: sql`now()`,
       })
       .where('tenant_id', '=', tenantId)
-      .where('id', '=', id)
-      .executeTakeFirst();
+      .where('id', '=', id);
+    if (fields.crawled !== undefined) update = update.where('domain', '=', fields.crawled);
+    const result = await update.executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
   }
 
-  /** Queues a sync unless one is queued or running; answers the source's sync status. */
+  /** The source still names the domain a crawl read (false too when it was deleted). */
+  async function stillNames(tenantId: string, id: string, domain: string): Promise<boolean> {
+    const row = await db
+      .selectFrom('sources')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .where('domain', '=', domain)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Queues a sync unless one is queued or running; answers the source's sync status. A running
+   * one is joined while it has not yet written its result (it checks the domain before it does);
+   * once it has, it is only finishing, and it runs once more after it ends.
+   */
   async function requestSync(tenantId: string, id: string): Promise<SyncAcknowledgement> {
     return db.transaction().execute(async (trx) => {
       const source = await trx
@@ -190,14 +216,18 @@ export function createSourceService(deps: SourceServiceDeps) {
         .forUpdate()
         .executeTakeFirst();
       if (!source) throw new NotFoundError('source', id);
+      // The row lock orders this against the job's writes of the source: read here, `pending` or
+      // `syncing` means a running job has not written its result yet.
+      const written = source.sync_status !== 'pending' && source.sync_status !== 'syncing';
       const queued = await jobs.enqueue(trx, {
         kind: SOURCE_SYNC_JOB,
         tenantId,
         payload: { source_id: source.id },
         dedupeKey: `source-sync:${source.id}`,
+        followUp: written,
         maxAttempts: 3,
       });
-      if (queued.deduplicated) {
+      if (queued.deduplicated && !queued.followUp) {
         const status = source.sync_status === 'syncing' ? 'syncing' : 'pending';
         return { object: 'sync' as const, status, source_id: source.id };
       }
@@ -211,8 +241,19 @@ export function createSourceService(deps: SourceServiceDeps) {
     });
   }
 
-  /** The sync job: read the source, run its connector (no transaction open), write the result. */
+  /**
+   * The sync job: read the source, run its connector (no transaction open), write the result.
+   * When the source's domain changed during a crawl, the result is the old site's: it is not
+   * written, and the source is read and crawled again.
+   */
   async function runSync(job: Job, ctx: JobContext): Promise<void> {
+    for (;;) {
+      if (await syncOnce(job, ctx)) return;
+    }
+  }
+
+  /** One pass of the sync job; false when the domain changed during its crawl. */
+  async function syncOnce(job: Job, ctx: JobContext): Promise<boolean> {
     const sourceId = String(job.payload.source_id ?? '');
     const tenantId = job.tenantId;
     const source = await db
@@ -221,8 +262,10 @@ export function createSourceService(deps: SourceServiceDeps) {
       .where('tenant_id', '=', tenantId)
       .where('id', '=', sourceId)
       .executeTakeFirst();
-    if (!source) return; // deleted since: nothing to do
+    if (!source) return true; // deleted since: nothing to do
     await setStatus(tenantId, sourceId, 'syncing');
+    // What the crawl read: its result is written only while the source still names it.
+    const crawled = source.source_type === 'website' && source.domain ? { crawled: source.domain } : {};
     try {
       if (source.source_type === 'website') {
         if (!source.domain) throw new CrawlError('The source has no domain to crawl.');
@@ -232,6 +275,7 @@ export function createSourceService(deps: SourceServiceDeps) {
           signal: ctx.signal,
         });
         await ctx.heartbeat();
+        if (!(await stillNames(tenantId, sourceId, source.domain))) return false;
         const unreadable = new Set(crawl.unreadable);
         const visited = new Set(crawl.visited);
         // A page the crawl could not read stays, and so does one a crawl stopped by the page cap
@@ -241,19 +285,27 @@ export function createSourceService(deps: SourceServiceDeps) {
       } else {
         await documents.reindexSource(tenantId, sourceId);
       }
-      await setStatus(tenantId, sourceId, 'synced', { sync_error: null, synced: true });
+      // The domain changed (or the source went) since the check above: the pages just written are
+      // the old site's, and the next pass replaces them.
+      if (!(await setStatus(tenantId, sourceId, 'synced', { sync_error: null, synced: true, ...crawled }))) {
+        return false;
+      }
       await deps.emitEvent?.(db, tenantId, 'source.sync.completed', { source: await get(tenantId, sourceId) });
+      return true;
     } catch (error) {
       // Stopped (the server is stopping, or the lease passed to another worker): not the site's
       // failure, and the source's status is not ours to write now. The queue runs it again.
       if (ctx.signal.aborted) throw ctx.signal.reason ?? error;
       if (error instanceof CrawlError || error instanceof OutboundRequestError) {
-        // The site's answer, not ours: report it and wait for the next request or schedule.
-        await setStatus(tenantId, sourceId, 'failed', { sync_error: error.message });
+        // The site's answer, not ours: report it and wait for the next request or schedule. The
+        // old domain's failure is not the new one's: a changed domain is crawled instead.
+        if (!(await setStatus(tenantId, sourceId, 'failed', { sync_error: error.message, ...crawled }))) {
+          return false;
+        }
         await deps.emitEvent?.(db, tenantId, 'source.sync.failed', { source: await get(tenantId, sourceId) });
-        return;
+        return true;
       }
-      if (isForeignKeyViolation(error)) return; // the source was deleted during the crawl
+      if (isForeignKeyViolation(error)) return true; // the source was deleted during the crawl
       // Retried by the queue; after the last attempt, `onFailed` records the failure.
       if (job.attempts < job.maxAttempts) {
         await setStatus(tenantId, sourceId, 'pending', {

@@ -23,9 +23,12 @@
 //   receiver that hangs until the timeout) leave the lane's other slots to the other tenants. The
 //   cap counts this process's own handlers, which it knows exactly; with several processes a
 //   tenant holds at most the cap in each, and every process keeps the rest of its lane for others.
+// - A dedupe key admits one queued-or-running job. A request that finds the key's job running can
+//   join it, or ask for a follow-up (`followUp`): the running job's row is marked, and finishing it
+//   queues it again instead. Being the same row, the follow-up never runs alongside it.
 import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../db/client.js';
-import type { Database } from '../db/schema.js';
+import type { Database, JobStatus } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 
 export interface Job {
@@ -62,6 +65,11 @@ export interface EnqueueInput {
   payload?: Record<string, unknown>;
   /** At most one queued-or-running job per tenant carries this key; a second enqueue joins it. */
   dedupeKey?: string;
+  /**
+   * When the key's job is running, have it run once more after this run succeeds (one follow-up
+   * at most, never alongside it) rather than join it. A queued job is joined either way.
+   */
+  followUp?: boolean;
   runAt?: Date;
   maxAttempts?: number;
 }
@@ -102,7 +110,7 @@ export interface JobLane {
 }
 
 /** The queue: anything with `selectFrom` works as the handle, so enqueueing joins a caller's transaction. */
-type Executor = Pick<Db, 'insertInto' | 'selectFrom'>;
+type Executor = Pick<Db, 'insertInto' | 'selectFrom' | 'updateTable'>;
 
 const DEFAULTS = {
   pollMs: 1000,
@@ -247,9 +255,21 @@ export function createJobQueue(options: JobQueueOptions) {
     return updateHeld(claimed, { locked_until: sql`now() + ${`${cfg.leaseMs} milliseconds`}::interval` });
   }
 
-  /** Records success; false when the lease had passed to another worker (nothing is written). */
+  /**
+   * Records success, or with a follow-up asked for, queues the job again, due at once with its
+   * attempts unused. False when the lease had passed to another worker (nothing is written).
+   */
   function complete(claimed: Claim): Promise<boolean> {
-    return updateHeld(claimed, { status: 'succeeded', locked_until: null, last_error: null, finished_at: sql`now()` });
+    return updateHeld(claimed, {
+      status: sql<JobStatus>`case when follow_up then 'queued' else 'succeeded' end`,
+      attempts: sql<number>`case when follow_up then 0 else attempts end`,
+      run_at: sql<Date>`case when follow_up then now() else run_at end`,
+      lock_token: sql<string | null>`case when follow_up then null else lock_token end`,
+      finished_at: sql<Date | null>`case when follow_up then null else now() end`,
+      follow_up: false,
+      locked_until: null,
+      last_error: null,
+    });
   }
 
   async function fail(claimed: Claim, error: unknown): Promise<'retry' | 'failed' | 'lost'> {
@@ -261,6 +281,8 @@ export function createJobQueue(options: JobQueueOptions) {
         ? { status: 'failed', locked_until: null, last_error: message, finished_at: sql`now()` }
         : {
             status: 'queued',
+            // The retry runs the job again anyway.
+            follow_up: false,
             locked_until: null,
             lock_token: null,
             last_error: message,
@@ -279,6 +301,7 @@ export function createJobQueue(options: JobQueueOptions) {
   function release(claimed: Claim, error: unknown): Promise<boolean> {
     return updateHeld(claimed, {
       status: 'queued',
+      follow_up: false,
       attempts: sql`greatest(attempts - 1, 0)`,
       locked_until: null,
       lock_token: null,
@@ -396,9 +419,13 @@ export function createJobQueue(options: JobQueueOptions) {
 
   /**
    * Adds a job, inside the caller's transaction when given one. With a `dedupeKey` that a
-   * queued or running job of the tenant already holds, nothing is added and that job is named.
+   * queued or running job of the tenant already holds, nothing is added and that job is named
+   * (`followUp: true` when it was running and is now to run once more).
    */
-  async function enqueue(executor: Executor, input: EnqueueInput): Promise<{ id: string; deduplicated: boolean }> {
+  async function enqueue(
+    executor: Executor,
+    input: EnqueueInput,
+  ): Promise<{ id: string; deduplicated: boolean; followUp?: true }> {
     const id = newId();
     const inserted = await executor
       .insertInto('jobs')
@@ -426,13 +453,24 @@ export function createJobQueue(options: JobQueueOptions) {
     }
     const existing = await executor
       .selectFrom('jobs')
-      .select('id')
+      .select(['id', 'status'])
       .where('tenant_id', '=', input.tenantId)
       .where('dedupe_key', '=', input.dedupeKey ?? '')
       .where('status', 'in', ['queued', 'running'])
       .executeTakeFirst();
     // The holder finished between the insert and this read: enqueue again.
     if (!existing) return enqueue(executor, input);
+    if (input.followUp && existing.status === 'running') {
+      const marked = await executor
+        .updateTable('jobs')
+        .set({ follow_up: true })
+        .where('id', '=', existing.id)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      // It finished, or went back to the queue, in between: enqueue again.
+      if (Number(marked.numUpdatedRows) === 0) return enqueue(executor, input);
+      return { id: existing.id, deduplicated: true, followUp: true };
+    }
     return { id: existing.id, deduplicated: true };
   }
 
