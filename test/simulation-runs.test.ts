@@ -1090,6 +1090,106 @@ describe('the LLM judge', () => {
     });
   });
 
+  it("a case's conversation, while it plays, is no customer's: not listed, 404 to reads, replies and imports, no link target", async () => {
+    const { key } = await llm.tenant();
+    const call = (method: 'GET' | 'POST', url: string, body?: unknown) => llm.call({ method, url, key, body });
+    const customer = await call('POST', '/api/v1/messages', { content: 'How long do refunds take?' });
+    expect(customer.status).toBe(200);
+    const ds = await newDataset(key, undefined, llm);
+    await addCase(
+      key,
+      ds,
+      { question: 'Refunds? (judged late)', expected_type: 'answer', expected_answer: 'About two weeks.' },
+      llm,
+    );
+    const judging = new Promise<() => void>((resolve) => {
+      lateVerdict = resolve;
+    });
+    const run = await call('POST', `/api/v1/simulation/datasets/${ds}/runs`);
+    const played = llm.jobs.runUntilIdle();
+    // The turn has ended and been written; the judge holds the verdict, so the case's
+    // conversation exists until it is recorded.
+    const sendVerdict = await judging;
+    const mark = await llm.database.db
+      .selectFrom('simulation_conversations')
+      .select('conversation_id')
+      .where('run_id', '=', run.body.id)
+      .executeTakeFirstOrThrow();
+    const simulated = mark.conversation_id;
+    const answer = await llm.database.db
+      .selectFrom('messages')
+      .select('id')
+      .where('conversation_id', '=', simulated)
+      .where('author', '=', 'agent')
+      .executeTakeFirstOrThrow();
+
+    const listed = await call('GET', '/api/v1/conversations?limit=100');
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([customer.body.conversation_id]);
+    const byAgent = await call('GET', `/api/v1/conversations?agent_id=${customer.body.agent_id}`);
+    expect(byAgent.body.data.map((c: { id: string }) => c.id)).toEqual([customer.body.conversation_id]);
+    expectError(await call('GET', `/api/v1/conversations/${simulated}`), 404, 'not_found', 'conversation_id');
+    expectError(await call('GET', `/api/v1/conversations/${simulated}/messages`), 404, 'not_found', 'conversation_id');
+    expectError(await call('GET', `/api/v1/messages/${answer.id}`), 404, 'not_found', 'message_id');
+    expectError(
+      await call('POST', `/api/v1/messages/${answer.id}/feedback`, { rating: 'negative' }),
+      404,
+      'not_found',
+      'message_id',
+    );
+    expectError(
+      await call('POST', `/api/v1/messages/${answer.id}/function-results`, { results: [{ call_id: 'c1', output: 1 }] }),
+      404,
+      'not_found',
+      'message_id',
+    );
+    expectError(await call('POST', `/api/v1/messages/${answer.id}/continue`, {}), 404, 'not_found', 'message_id');
+    expectError(
+      await call('POST', '/api/v1/messages', { conversation_id: simulated, content: 'Me again' }),
+      404,
+      'not_found',
+      'conversation_id',
+    );
+    const other = await newDataset(key, undefined, llm);
+    expectError(
+      await call('POST', `/api/v1/simulation/datasets/${other}/import/conversation/${simulated}`),
+      404,
+      'not_found',
+      'thread_id',
+    );
+    const task = await call('POST', '/api/v1/tasks', { title: 'Look into this' });
+    for (const target of [
+      { target_type: 'conversation', target_id: simulated },
+      { target_type: 'message', target_id: answer.id },
+    ]) {
+      expectError(
+        await call('POST', `/api/v1/tasks/${task.body.id}/links`, target),
+        422,
+        'invalid_parameters',
+        'target_id',
+      );
+    }
+    expect((await call('GET', `/api/v1/tasks/${task.body.id}/links`)).body.data).toEqual([]);
+    // MCP tools run the same operations.
+    const mcp = await llm.call({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      key,
+      headers: { accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_conversations', arguments: {} } },
+    });
+    expect(mcp.body.result.structuredContent.data.map((c: { id: string }) => c.id)).toEqual([
+      customer.body.conversation_id,
+    ]);
+
+    sendVerdict();
+    await played;
+    // The case played as it would have alone: nothing reached its conversation from outside.
+    const [result] = await allResults(llm, key, run.body.id);
+    expect(result?.passed).toBe(true);
+    expect(result?.outcome.transcript.map((m) => m.author)).toEqual(['customer', 'agent']);
+    expect((await call('GET', '/api/v1/conversations')).body.data).toHaveLength(1);
+  });
+
   // PostgreSQL only: a second session holds the case's conversation under the delete. The delete
   // takes the run before the conversation, as recording a case does, or the two would deadlock.
   it.runIf(usingPostgres)(

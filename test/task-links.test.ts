@@ -1,7 +1,8 @@
 // Task links (spec: task link, behaviour rule 4; DESIGN.md §7, tasks): the five target kinds, made
 // for real through the conversations and knowledge endpoints; targets must exist in the tenant;
 // linking twice is a no-op, also when 20 requests race; `context` and `admin_url`; delete marks
-// the link deleted and linking again revives it; scopes and tenancy.
+// the link deleted and linking again revives it; no target in a simulated conversation; scopes and
+// tenancy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
@@ -199,6 +200,34 @@ describe('linking', () => {
         'target_id',
       );
     }
+  });
+});
+
+describe('simulated conversations', () => {
+  it('a target in a conversation a simulation case is playing is no target: 422 invalid_parameters for each kind', async () => {
+    const other = await t.tenant();
+    const simulated = await makeTargets(other.key);
+    // Marked as a run marks the conversation of a case it plays (src/domain/simulations/runs.ts);
+    // it is deleted, with every target in it, when the case is recorded.
+    await t.database.db
+      .insertInto('simulation_conversations')
+      .values({
+        conversation_id: simulated.conversation,
+        tenant_id: other.tenantId,
+        run_id: MISSING,
+        test_case_id: MISSING,
+      })
+      .execute();
+    const task = await newTask(other.key);
+    for (const kind of KINDS) {
+      expectError(
+        await link(other.key, task.id, { target_type: kind, target_id: simulated[kind] }),
+        422,
+        'invalid_parameters',
+        'target_id',
+      );
+    }
+    expect((await t.call({ url: `/api/v1/tasks/${task.id}/links`, key: other.key })).body.data).toEqual([]);
   });
 });
 

@@ -344,7 +344,7 @@ export interface paths {
         };
         /**
          * List conversations
-         * @description Lists conversations, newest first; `agent_id` filters by the agent now in charge.
+         * @description Lists conversations, newest first; `agent_id` filters by the agent now in charge. The conversation of a simulation test case being played is not listed (nor found by the other conversation routes).
          *
          *     Requires scope `conversations:read`.
          */

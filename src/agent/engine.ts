@@ -16,7 +16,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { Database } from '../db/schema.js';
 import type { AgentRow, AgentService } from '../domain/agents.js';
-import type { ConversationService, MessageRecord } from '../domain/conversations.js';
+import { type ConversationService, isCustomerConversation, type MessageRecord } from '../domain/conversations.js';
 import {
   ConflictError,
   InvalidParametersError,
@@ -177,6 +177,12 @@ export interface AgentEngineDeps {
   logError?: (error: unknown, eventId: string) => void;
   /** Webhook events (src/domain/events.ts): `conversation.turn.waiting_client`. */
   emitEvent?: EmitEvent;
+  /**
+   * The simulations' engine (src/domain/simulations/index.ts): a message may continue a
+   * conversation a simulation case is playing. Every other engine, the one customers reach,
+   * answers 404 for those conversations, their messages and turns, as for any unknown id.
+   */
+  playsSimulations?: boolean;
 }
 
 /** Validates client functions: unique names, not the engine's own, parameters a JSON Schema of an object. */
@@ -274,6 +280,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       .select(sql<boolean>`active_turn_id is not null and active_turn_expires_at > now()`.as('busy'))
       .where('tenant_id', '=', tenantId)
       .where('id', '=', conversationId)
+      .$if(!deps.playsSimulations, (query) => query.where(isCustomerConversation(tenantId, 'id')))
       .forUpdate()
       .executeTakeFirst();
     if (!row) throw new NotFoundError('conversation', conversationId);
@@ -808,7 +815,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       } finally {
         stopRenewing();
       }
-      const record = await conversations.getMessage(rt.tenantId, rt.messageId);
+      const record = await conversations.turnMessage(rt.tenantId, rt.messageId);
       rt.emit('done', { status, ...(error ? { error } : {}), message: record });
       settled.resolve(record);
       return record;
@@ -845,7 +852,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         }
       },
       onWaiting: () => {
-        conversations.getMessage(base.tenantId, base.messageId).then(settled.resolve, settled.reject);
+        conversations.turnMessage(base.tenantId, base.messageId).then(settled.resolve, settled.reject);
       },
     };
     return rt;
@@ -1055,6 +1062,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         .select(['status', 'conversation_id'])
         .where('tenant_id', '=', tenantId)
         .where('id', '=', messageId)
+        .$if(!deps.playsSimulations, (query) => query.where(isCustomerConversation(tenantId, 'conversation_id')))
         .forUpdate()
         .executeTakeFirst();
       if (!message) throw new NotFoundError('message', messageId);
@@ -1140,6 +1148,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     input: ContinueInput,
     options: TurnOptions = {},
   ): Promise<RunningTurn> {
+    // A customer's message: a simulated turn never pauses (its case's overrides answer its calls).
     const message = await conversations.findMessage(tenantId, messageId);
     if (!message) throw new NotFoundError('message', messageId);
     const turn = await db

@@ -12,6 +12,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isQueryCanceled } from '../db/errors.js';
 import { startsWithCalendarDate } from '../lib/time.js';
+import { isCustomerConversation } from './conversations.js';
 import { DomainError, MissingParameterError, ValidationError } from './errors.js';
 
 export const REPORT_TYPES = ['last_7_days', 'last_30_days', 'last_90_days', 'custom'] as const;
@@ -164,7 +165,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
             ${byContext('organization', input.organization)})`
         : sql``;
     // A conversation a simulation case is playing (deleted when the case ends) is not a customer's.
-    const simulated = sql`(select s.conversation_id from simulation_conversations s where s.tenant_id = ${tenantId})`;
+    const customersOnly = (column: string, nullable = false) => isCustomerConversation(tenantId, column, { nullable });
     const customer = (alias: string) =>
       sql`${sql.ref(`${alias}.role`)} = 'user' and ${sql.ref(`${alias}.author`)} = 'customer' and not ${sql.ref(`${alias}.hidden`)}`;
 
@@ -193,7 +194,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
                  where o.tenant_id = ${tenantId} and o.conversation_id is not null), false) as gap
         from conv_rows group by id
         -- Filtered here, after the grouping, so that the plan of conv_rows stays as it is.
-        having id not in ${simulated}
+        having ${customersOnly('id')}
       ),
       first_response as (
         select day, extract(epoch from (first_reply_at - first_customer_at))::float8 as seconds
@@ -209,7 +210,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
         select (m.created_at at time zone 'UTC')::date as day, count(*)::int as customer_messages
         from messages m
         where m.tenant_id = ${tenantId} and m.created_at >= ${from} and m.created_at < ${to} and ${customer('m')}
-          and m.conversation_id not in ${simulated} ${inFiltered('m.conversation_id')}
+          and ${customersOnly('m.conversation_id')} ${inFiltered('m.conversation_id')}
         group by 1
       ),
       feedback_days as (
@@ -218,14 +219,14 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
           (count(*) filter (where f.rating = 'negative'))::int as negative
         from message_feedback f
         where f.tenant_id = ${tenantId} and f.created_at >= ${from} and f.created_at < ${to}
-          and f.conversation_id not in ${simulated} ${inFiltered('f.conversation_id')}
+          and ${customersOnly('f.conversation_id')} ${inFiltered('f.conversation_id')}
         group by 1
       ),
       gap_days as (
         select (k.created_at at time zone 'UTC')::date as day, count(*)::int as gaps
         from knowledge_update_requests k
         where k.tenant_id = ${tenantId} and k.created_at >= ${from} and k.created_at < ${to}
-          and (k.conversation_id is null or k.conversation_id not in ${simulated}) ${inFiltered('k.conversation_id')}
+          and ${customersOnly('k.conversation_id', true)} ${inFiltered('k.conversation_id')}
         group by 1
       ),
       response_days as (

@@ -1,5 +1,7 @@
 // Conversations and their messages as clients read them (DESIGN.md §7), and message feedback.
-// The turn engine (src/agent/engine.ts) writes them; this module owns their records.
+// The turn engine (src/agent/engine.ts) writes them; this module owns their records, and the rule
+// that tells a customer's conversation from one a simulation case is playing.
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
@@ -132,6 +134,27 @@ export const toConversationRecord = (row: ConversationRow): ConversationRecord =
   updated_at: iso(row.updated_at),
 });
 
+/**
+ * Whether the conversation in `column` is a customer's, not one a simulation case is playing
+ * (docs/simulations.md, "Keeping simulations apart from customers"). Every read of conversations
+ * for clients filters with it: lists, reads and messages, feedback, continuing a conversation,
+ * task link targets, imports into datasets, dashboard analytics, question extraction.
+ * `nullable`: a row that belongs to no conversation passes.
+ *
+ * `not in` the tenant's marks rather than `not exists`: PostgreSQL runs it as one hashed sub-plan
+ * per statement whatever the table statistics (PGlite never analyses); the marks are few, one per
+ * case playing now.
+ */
+export function isCustomerConversation(
+  tenantId: string,
+  column: string,
+  options: { nullable?: boolean } = {},
+): RawBuilder<SqlBool> {
+  const ref = sql.ref(column);
+  const notSimulated = sql<SqlBool>`${ref} not in (select s.conversation_id from simulation_conversations s where s.tenant_id = ${tenantId})`;
+  return options.nullable ? sql<SqlBool>`(${ref} is null or ${notSimulated})` : notSimulated;
+}
+
 export function createConversationService({ db }: { db: Db }) {
   async function functionCalls(tenantId: string, messageIds: string[]): Promise<Map<string, FunctionCallRecord[]>> {
     const byMessage = new Map<string, FunctionCallRecord[]>();
@@ -159,27 +182,35 @@ export function createConversationService({ db }: { db: Db }) {
     return byMessage;
   }
 
+  /** A message of a customer's conversation. */
   async function findMessage(tenantId: string, messageId: string): Promise<MessageRow | undefined> {
     return db
       .selectFrom('messages')
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', messageId)
+      .where(isCustomerConversation(tenantId, 'conversation_id'))
       .executeTakeFirst();
+  }
+
+  async function messageRecord(tenantId: string, row: MessageRow): Promise<MessageRecord> {
+    return toMessageRecord(row, (await functionCalls(tenantId, [row.id])).get(row.id) ?? []);
   }
 
   async function getMessage(tenantId: string, messageId: string): Promise<MessageRecord> {
     const row = await findMessage(tenantId, messageId);
     if (!row) throw new NotFoundError('message', messageId);
-    return toMessageRecord(row, (await functionCalls(tenantId, [row.id])).get(row.id) ?? []);
+    return messageRecord(tenantId, row);
   }
 
+  /** A customer's conversation. */
   async function findConversation(tenantId: string, conversationId: string): Promise<ConversationRow | undefined> {
     return db
       .selectFrom('conversations')
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', conversationId)
+      .where(isCustomerConversation(tenantId, 'id'))
       .executeTakeFirst();
   }
 
@@ -188,6 +219,21 @@ export function createConversationService({ db }: { db: Db }) {
     getMessage,
     findConversation,
 
+    /**
+     * The message of a turn, as the turn engine reports it when the turn ends or waits: a
+     * simulated conversation's too, which the engine that plays simulations answers with.
+     */
+    async turnMessage(tenantId: string, messageId: string): Promise<MessageRecord> {
+      const row = await db
+        .selectFrom('messages')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', messageId)
+        .executeTakeFirst();
+      if (!row) throw new NotFoundError('message', messageId);
+      return messageRecord(tenantId, row);
+    },
+
     async getConversation(tenantId: string, conversationId: string): Promise<ConversationRecord> {
       const row = await findConversation(tenantId, conversationId);
       if (!row) throw new NotFoundError('conversation', conversationId);
@@ -195,7 +241,11 @@ export function createConversationService({ db }: { db: Db }) {
     },
 
     async listConversations(tenantId: string, page: Page & { agent_id?: string | undefined }) {
-      let query = db.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId);
+      let query = db
+        .selectFrom('conversations')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where(isCustomerConversation(tenantId, 'id'));
       if (page.agent_id !== undefined) query = query.where('agent_id', '=', page.agent_id);
       query = newestFirst(query, page);
       return toList(await query.execute(), page, toConversationRecord, (row) => row.id);

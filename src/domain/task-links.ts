@@ -8,6 +8,7 @@ import type { Db } from '../db/client.js';
 import type { TaskLinksTable } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
+import { isCustomerConversation } from './conversations.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
 import type { EmitEvent } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
@@ -54,6 +55,8 @@ type LinkRow = Omit<TaskLinksTable, 'created_at' | 'updated_at' | 'deleted_at'> 
  * feedback: the message it rates and its conversation; a ticket or a knowledge update request:
  * the conversation and message it came from, where known), or undefined when the tenant has no
  * such target. The tables belong to the conversations and knowledge areas; this only reads them.
+ * A target in a conversation a simulation case is playing is no target: it is deleted when the
+ * case is recorded (docs/simulations.md).
  */
 async function findTarget(
   db: Db,
@@ -68,6 +71,7 @@ async function findTarget(
         .select('id')
         .where('tenant_id', '=', tenantId)
         .where('id', '=', id)
+        .where(isCustomerConversation(tenantId, 'id'))
         .executeTakeFirst();
       return row && { conversation_id: row.id, message_id: null };
     }
@@ -77,6 +81,7 @@ async function findTarget(
         .select(['id', 'conversation_id'])
         .where('tenant_id', '=', tenantId)
         .where('id', '=', id)
+        .where(isCustomerConversation(tenantId, 'conversation_id'))
         .executeTakeFirst();
       return row && { conversation_id: row.conversation_id, message_id: row.id };
     }
@@ -86,6 +91,7 @@ async function findTarget(
         .select(['conversation_id', 'message_id'])
         .where('tenant_id', '=', tenantId)
         .where('id', '=', id)
+        .where(isCustomerConversation(tenantId, 'conversation_id'))
         .executeTakeFirst();
     case 'feedback':
       return db
@@ -93,6 +99,7 @@ async function findTarget(
         .select(['conversation_id', 'message_id'])
         .where('tenant_id', '=', tenantId)
         .where('id', '=', id)
+        .where(isCustomerConversation(tenantId, 'conversation_id'))
         .executeTakeFirst();
     case 'knowledge_update_request':
       return db
@@ -100,6 +107,7 @@ async function findTarget(
         .select(['conversation_id', 'message_id'])
         .where('tenant_id', '=', tenantId)
         .where('id', '=', id)
+        .where(isCustomerConversation(tenantId, 'conversation_id', { nullable: true }))
         .executeTakeFirst();
   }
 }

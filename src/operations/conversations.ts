@@ -322,7 +322,9 @@ export const conversationOperations = [
     scope: 'conversations:read',
     tag: 'Conversations',
     summary: 'List conversations',
-    description: 'Lists conversations, newest first; `agent_id` filters by the agent now in charge.',
+    description:
+      'Lists conversations, newest first; `agent_id` filters by the agent now in charge. The conversation of a ' +
+      'simulation test case being played is not listed (nor found by the other conversation routes).',
     query: Type.Object({ ...ListQuery.properties, agent_id: Type.Optional(Uuid) }, { additionalProperties: false }),
     response: ListOf(Conversation),
     handler: ({ tenantId, query, services }) => services.conversations.listConversations(tenantId, query),

@@ -15,6 +15,7 @@ import type { CoverageRunStatus } from '../../db/schema.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
+import { isCustomerConversation } from '../conversations.js';
 import { ConflictError } from '../errors.js';
 import { requireReferential } from './referentials.js';
 import { closestDomain, contentWords, extractQuestions, isNearDuplicate } from './text.js';
@@ -127,9 +128,7 @@ function customerConversations(db: Db, tenantId: string, cutoff: Date) {
     .selectFrom('conversations')
     .where('tenant_id', '=', tenantId)
     .where('created_at', '<=', cutoff)
-    .where('id', 'not in', (eb) =>
-      eb.selectFrom('simulation_conversations').select('conversation_id').where('tenant_id', '=', tenantId),
-    );
+    .where(isCustomerConversation(tenantId, 'id'));
 }
 
 export function createExtractionService(deps: ExtractionServiceDeps) {

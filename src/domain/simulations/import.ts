@@ -13,6 +13,7 @@ import { UNKNOWN_ANSWER } from '../../agent/builtin-provider.js';
 import type { Db } from '../../db/client.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
 import { cutText } from '../../lib/text.js';
+import { isCustomerConversation } from '../conversations.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { NewTestCase } from './datasets.js';
 import { redactText, redactValue } from './pii.js';
@@ -37,6 +38,8 @@ export async function testCaseFromConversation(
     .select(['id', 'language'])
     .where('tenant_id', '=', tenantId)
     .where('id', '=', conversationId)
+    // A customer's: a simulated conversation is not there to import (it goes when its case ends).
+    .where(isCustomerConversation(tenantId, 'id'))
     .executeTakeFirst();
   if (!conversation) throw new NotFoundError('conversation', conversationId);
 

@@ -2,10 +2,11 @@
 // import from conversations, and runs played on the job queue.
 //
 // Runs play cases through the turn engine customers get (`createAgentEngine`, with the provider
-// the configuration selects, the same knowledge search and rank threshold). Its one difference
-// is the knowledge-gap sink: a simulated "don't know" is reported to the runner (it is how a
-// `no_answer` case is recognised) instead of being queued as a knowledge gap for the team.
-// Simulated conversations are marked in `simulation_conversations`.
+// the configuration selects, the same knowledge search and rank threshold). It differs in two
+// ways: its knowledge-gap sink, where a simulated "don't know" is reported to the runner (it is
+// how a `no_answer` case is recognised) instead of being queued as a knowledge gap for the team;
+// and it may continue the conversations simulations play, marked in `simulation_conversations`,
+// which every read for clients leaves out (`isCustomerConversation`, ../conversations.ts).
 
 import { type AgentEngineDeps, createAgentEngine } from '../../agent/engine.js';
 import { createProvider } from '../../agent/index.js';
@@ -50,6 +51,8 @@ export function createSimulationService(deps: SimulationDeps) {
     searchKnowledge: deps.searchKnowledge,
     recordGap: async (_tenantId, gap) => declined.record(gap.message_id),
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
+    // Its runs continue the conversations they play, which other engines treat as absent.
+    playsSimulations: true,
     ...(deps.minRank !== undefined ? { minRank: deps.minRank } : {}),
   };
   const judge =
