@@ -1,12 +1,14 @@
 // Simulations, the definitions: personas, datasets and test cases (their rules per expected type),
 // import of a test case from a conversation with personal data redacted, every error with its
-// status, code and param, scopes, and tenant isolation on every id-bearing route.
+// status, code and param, scopes, and tenant isolation on every id-bearing route; a run or test
+// case created while its dataset is deleted.
 // Runs are proven in test/simulation-runs.test.ts.
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_ANSWER } from '../src/agent/builtin-provider.js';
 import { redactText } from '../src/domain/simulations/pii.js';
-import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
 
@@ -220,6 +222,120 @@ describe('datasets', () => {
     // The run's job finds nothing left to play.
     await t.jobs.runUntilIdle();
   });
+});
+
+// PostgreSQL only: second sessions hold the delete, or the create, where the two cross. On PGlite
+// transactions never interleave.
+describe('creating while the dataset is deleted', () => {
+  const blockedByMe = sql`pg_backend_pid() = any(pg_blocking_pids(pid))`;
+
+  it.runIf(usingPostgres)(
+    'a run requested as the dataset is deleted answers 404 naming dataset_id, not 409 "no test cases"',
+    async () => {
+      const { key } = await t.tenant();
+      const ds = await dataset(key);
+      await post(key, `/api/v1/simulation/datasets/${ds.id}/test-cases`, { question: 'q', expected_type: 'no_answer' });
+      await t.database.db.connection().execute(async (deleting) => {
+        // The dataset is deleted but not committed: the request finds it, then waits for its row.
+        await sql`begin`.execute(deleting);
+        await sql`delete from simulation_datasets where id = ${ds.id}`.execute(deleting);
+        const requested = post(key, `/api/v1/simulation/datasets/${ds.id}/runs`, {});
+        expect(await lockWaiters(deleting, blockedByMe)).toBe(1);
+        await sql`commit`.execute(deleting);
+        const error = expectError(await requested, 404, 'not_found', 'dataset_id');
+        expect(error.message).toContain(ds.id);
+      });
+      const runs = await t.database.db
+        .selectFrom('simulation_runs')
+        .select('id')
+        .where('dataset_id', '=', ds.id)
+        .execute();
+      expect(runs).toEqual([]);
+    },
+  );
+
+  it.runIf(usingPostgres)(
+    'a run committed just before the dataset is deleted answers 201 with that run, not 404 naming an id never sent',
+    async () => {
+      const { key } = await t.tenant();
+      const ds = await dataset(key);
+      await post(key, `/api/v1/simulation/datasets/${ds.id}/test-cases`, { question: 'q', expected_type: 'no_answer' });
+      const db = t.database.db;
+      let runId = '';
+      await db.connection().execute((pause) =>
+        db.connection().execute(async (deleting) => {
+          // The run's transaction has written the run and waits to enqueue its job.
+          await sql`begin`.execute(pause);
+          await sql`lock table jobs in access exclusive mode`.execute(pause);
+          const requested = post(key, `/api/v1/simulation/datasets/${ds.id}/runs`, {});
+          expect(await lockWaiters(pause, sql`relation = 'jobs'::regclass`)).toBe(1);
+          // The delete takes the runs as soon as that transaction commits, before anything reads them.
+          await sql`begin`.execute(deleting);
+          const taken = sql`lock table simulation_runs in access exclusive mode`.execute(deleting);
+          expect(await lockWaiters(pause, sql`relation = 'simulation_runs'::regclass`)).toBe(1);
+          await sql`commit`.execute(pause);
+          await taken;
+          await sql`delete from simulation_datasets where id = ${ds.id}`.execute(deleting);
+          await sql`commit`.execute(deleting);
+          const created = await requested;
+          expect(created.status).toBe(201);
+          expect(created.body).toMatchObject({
+            object: 'simulation_run',
+            status: 'queued',
+            dataset_id: ds.id,
+            dataset_name: ds.name,
+            total_tests: 1,
+          });
+          runId = created.body.id;
+        }),
+      );
+      expectError(await get(key, `/api/v1/simulation/runs/${runId}`), 404, 'not_found', 'run_id');
+      // Its job finds the run gone and ends.
+      await t.jobs.runUntilIdle();
+    },
+  );
+
+  it.runIf(usingPostgres)(
+    'a test case committed just before the dataset is deleted answers 201 with that case, not 404 naming an id never sent',
+    async () => {
+      const { key } = await t.tenant();
+      const ds = await dataset(key);
+      const persona = await post(key, '/api/v1/simulation/personas', { name: 'Hurried', description: 'Short.' });
+      const db = t.database.db;
+      await db.connection().execute((pause) =>
+        db.connection().execute(async (deleting) => {
+          // The case's transaction has written the case and waits to check its persona.
+          await sql`begin`.execute(pause);
+          await sql`select 1 from simulation_personas where id = ${persona.body.id} for update`.execute(pause);
+          const requested = post(key, `/api/v1/simulation/datasets/${ds.id}/test-cases`, {
+            question: 'Anyone there?',
+            expected_type: 'no_answer',
+            persona_id: persona.body.id,
+          });
+          expect(await lockWaiters(pause, blockedByMe)).toBe(1);
+          // The delete takes the cases as soon as that transaction commits, before anything reads them.
+          await sql`begin`.execute(deleting);
+          const taken = sql`lock table simulation_test_cases in access exclusive mode`.execute(deleting);
+          expect(await lockWaiters(pause, sql`relation = 'simulation_test_cases'::regclass`)).toBe(1);
+          await sql`commit`.execute(pause);
+          await taken;
+          await sql`delete from simulation_datasets where id = ${ds.id}`.execute(deleting);
+          await sql`commit`.execute(deleting);
+          const created = await requested;
+          expect(created.status).toBe(201);
+          expect(created.body).toMatchObject({
+            object: 'simulation_test_case',
+            dataset_id: ds.id,
+            question: 'Anyone there?',
+            persona_id: persona.body.id,
+            persona_name: 'Hurried',
+            order: 1,
+          });
+        }),
+      );
+      expectError(await get(key, `/api/v1/simulation/datasets/${ds.id}/test-cases`), 404, 'not_found', 'dataset_id');
+    },
+  );
 });
 
 describe('test cases', () => {

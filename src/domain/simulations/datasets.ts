@@ -222,14 +222,6 @@ export function createDatasetStore({ db }: { db: Db }) {
     return row;
   }
 
-  async function getTestCase(tenantId: string, testCaseId: string): Promise<TestCaseRecord> {
-    const row = (await selectTestCases(tenantId).where('c.id', '=', testCaseId).executeTakeFirst()) as
-      | TestCaseRow
-      | undefined;
-    if (!row) throw new NotFoundError('simulation test case', testCaseId);
-    return toTestCaseRecord(row);
-  }
-
   /** Checks a test case against the rules of its `expected_type` and the tenant's agents and personas. */
   async function checkTestCase(tenantId: string, input: NewTestCase): Promise<void> {
     if (input.question.trim() === '') throw new ValidationError('question', 'question must not be blank.');
@@ -402,7 +394,9 @@ export function createDatasetStore({ db }: { db: Db }) {
       const dataset = await requireDataset(tenantId, datasetId);
       await checkTestCase(tenantId, input);
       const id = newId();
-      await db.transaction().execute(async (trx) => {
+      // The case as this transaction commits it: read again afterwards, it may already be gone with
+      // a dataset deleted meanwhile, and the request would answer 404 for an id it never sent.
+      const row = await db.transaction().execute(async (trx) => {
         // The dataset row is locked so concurrent creates number their cases one after another; it
         // may have been deleted since it was read (then 404, as for a create sent after the delete).
         const locked = await trx
@@ -449,8 +443,9 @@ export function createDatasetStore({ db }: { db: Db }) {
           .where('tenant_id', '=', tenantId)
           .where('id', '=', datasetId)
           .execute();
+        return (await selectTestCases(tenantId, trx).where('c.id', '=', id).executeTakeFirstOrThrow()) as TestCaseRow;
       });
-      return getTestCase(tenantId, id);
+      return toTestCaseRecord(row);
     },
 
     /** Test cases in `order` (then creation), the order a run plays them in. */

@@ -606,15 +606,19 @@ export function createRunService(deps: RunnerDeps) {
       const chosen = agent;
 
       const runId = newId();
-      await db.transaction().execute(async (trx) => {
-        // The dataset row is locked so the cases read are the ones it holds now.
-        await trx
+      // The run as this transaction commits it: read again afterwards, it may already be gone with
+      // a dataset deleted meanwhile, and the request would answer 404 for an id it never sent.
+      const row = await db.transaction().execute(async (trx) => {
+        // The dataset row is locked so the cases read are the ones it holds now; it may have been
+        // deleted since it was read (then 404, as for a run requested after the delete).
+        const locked = await trx
           .selectFrom('simulation_datasets')
           .select('id')
           .where('tenant_id', '=', tenantId)
           .where('id', '=', datasetId)
           .forUpdate()
           .executeTakeFirst();
+        if (!locked) throw new NotFoundError('simulation dataset', datasetId);
         const cases = (await store
           .selectTestCases(tenantId, trx)
           .where('c.dataset_id', '=', datasetId)
@@ -659,14 +663,15 @@ export function createRunService(deps: RunnerDeps) {
           dedupeKey: `simulation-run:${runId}`,
           maxAttempts: RUN_MAX_ATTEMPTS,
         });
-        await trx
+        return trx
           .updateTable('simulation_runs')
           .set({ job_id: job.id })
           .where('tenant_id', '=', tenantId)
           .where('id', '=', runId)
-          .execute();
+          .returning(RUN_COLUMNS)
+          .executeTakeFirstOrThrow();
       });
-      return getRun(tenantId, runId);
+      return toRunRecord(row);
     },
 
     async listRuns(tenantId: string, datasetId: string, page: Page) {
