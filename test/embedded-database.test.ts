@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
+import { migrateToLatest } from '../src/db/migrate.js';
 import { createDataDir, PGliteThread } from '../src/db/pglite-thread.js';
 import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
@@ -119,6 +120,23 @@ describe('database handle', () => {
       expect(rows[0]?.shared_buffers).toBe('16MB');
     },
   );
+
+  it('a database migrated by a newer version is refused in one line naming what it holds, nothing changed', async () => {
+    const future = '9999-from-a-newer-version';
+    await sql`insert into kysely_migration (name, timestamp) values (${future}, ${new Date().toISOString()})`.execute(
+      t.database.db,
+    );
+    try {
+      const refused = await migrateToLatest(t.database.db).catch((error: unknown) => error);
+      expect(refused).toMatchObject({
+        code: 'EDBNEWER',
+        message: expect.stringContaining(`newer version of this server (migrations ${future})`),
+      });
+    } finally {
+      await sql`delete from kysely_migration where name = ${future}`.execute(t.database.db);
+    }
+    expect(await migrateToLatest(t.database.db)).toEqual([]);
+  });
 
   it('a long chain of queries (a background job) leaves room for HTTP requests', async () => {
     let chainDone = false;

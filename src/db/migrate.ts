@@ -49,12 +49,14 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
       },
     };
   }
+  // The bookkeeping tables live in the schema the connection works in (search_path), so
+  // databases that hold several schemas (tests, shared servers) keep them apart.
+  const schema = await currentSchema(db);
+  await refuseNewerDatabase(db, schema);
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
-    // The bookkeeping tables live in the schema the connection works in (search_path), so
-    // databases that hold several schemas (tests, shared servers) keep them apart.
-    migrationTableSchema: await currentSchema(db),
+    migrationTableSchema: schema,
   });
   // Before it takes its lock, the migrator lists the tables of every schema it may read; another
   // client dropping a schema during that scan fails it with invalid_schema_name (3F000), though
@@ -65,6 +67,29 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
     if (error) throw error instanceof Error ? error : new Error(String(error));
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
+}
+
+/**
+ * A database migrated by a newer version holds migrations this one does not know. Kysely's
+ * migrator then stops with "corrupted migrations" and a stack trace; this says what happened, in
+ * one line (its `code` makes the CLI print the message alone), before anything is changed.
+ */
+async function refuseNewerDatabase(db: Kysely<Database>, schema: string): Promise<void> {
+  const table = await sql<{ found: string | null }>`
+    select to_regclass(quote_ident(${schema}) || '.kysely_migration')::text as found`.execute(db);
+  if (!table.rows[0]?.found) return; // a new database
+  const migrationTable = sql.table(`${schema}.kysely_migration`);
+  const applied = await sql<{ name: string }>`select name from ${migrationTable} order by name`.execute(db);
+  const known = new Set(MIGRATIONS.map((migration) => migration.name));
+  const unknown = applied.rows.map((row) => row.name).filter((name) => !known.has(name));
+  if (unknown.length === 0) return;
+  throw Object.assign(
+    new Error(
+      `the database was migrated by a newer version of this server (migrations ${unknown.join(', ')}); ` +
+        'run that version or a later one (README: Upgrading)',
+    ),
+    { code: 'EDBNEWER' },
+  );
 }
 
 function isSchemaGone(error: unknown): boolean {
