@@ -17,7 +17,12 @@ const DEMO_OWNER_EMAIL = 'owner@example.com';
 
 async function seedFirstStart(tenants: TenantService, db: Db, config: Config, embedded: boolean): Promise<string[]> {
   const lines: string[] = [];
-  if (!config.adminToken && (await tenants.countOperatorTokens()) === 0) {
+  if (config.adminToken) {
+    // ADMIN_TOKEN replaces a token generated at an earlier start (printed, so perhaps kept in a
+    // log): it opens nothing from now on, and a start without ADMIN_TOKEN generates a new one.
+    const retired = await tenants.retireOperatorTokens();
+    if (retired > 0) lines.push('Operator token generated at an earlier start: retired, ADMIN_TOKEN replaces it');
+  } else if ((await tenants.countOperatorTokens()) === 0) {
     const token = await tenants.createOperatorToken();
     lines.push(`Operator token (control plane, shown once): ${token}`);
   }

@@ -108,6 +108,32 @@ describe('workspace serve and the CLI', () => {
     }
   });
 
+  it('ADMIN_TOKEN retires the generated operator token; a later start without it generates a new one', async () => {
+    const admin = (url: string, token: string) =>
+      fetch(`${url}/admin/v1/tenants`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    const replaced = 'operator-token-set-by-the-operator-0123';
+    const withToken = await serve({ ADMIN_TOKEN: replaced });
+    try {
+      expect(withToken.output()).toContain('retired, ADMIN_TOKEN replaces it');
+      expect(await admin(withToken.url, operatorToken)).toBe(401);
+      expect(await admin(withToken.url, replaced)).toBe(200);
+    } finally {
+      withToken.child.kill('SIGTERM');
+      expect(await withToken.exited, withToken.output()).toBe(0);
+    }
+    const without = await serve({});
+    try {
+      const fresh = /Operator token[^:]*: (wso_\S+)/.exec(without.output())?.[1] ?? '';
+      expect(fresh).not.toBe('');
+      expect(await admin(without.url, operatorToken)).toBe(401);
+      expect(await admin(without.url, fresh)).toBe(200);
+      operatorToken = fresh;
+    } finally {
+      without.child.kill('SIGTERM');
+      expect(await without.exited, without.output()).toBe(0);
+    }
+  });
+
   it('a start with SECRETS_KEY seals the webhook signing secrets stored before it, once, and after a change of key seals them again', async () => {
     const env = { ALLOW_PRIVATE_TARGETS: 'true', LOG_LEVEL: 'info' };
     const plain = await serve(env);

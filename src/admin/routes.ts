@@ -106,8 +106,8 @@ export function registerAdminRoutes(
       throw new DomainError('not_authenticated', 'No operator token: send `Authorization: Bearer <token>`.');
     }
     const hash = sha256Hex(match[1]);
-    if (adminTokenHash && sameDigest(hash, adminTokenHash)) return;
-    if (await tenants.hasOperatorToken(hash)) return;
+    // With ADMIN_TOKEN set, it is the one token: a generated one (stored) no longer opens anything.
+    if (adminTokenHash ? sameDigest(hash, adminTokenHash) : await tenants.hasOperatorToken(hash)) return;
     throw new DomainError('invalid_api_key', 'The operator token is not valid.');
   }
 

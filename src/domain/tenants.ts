@@ -263,6 +263,12 @@ export function createTenantService({ db }: { db: Db }) {
       return row !== undefined;
     },
 
+    /** Deletes every stored (generated) operator token; answers how many there were. */
+    async retireOperatorTokens(): Promise<number> {
+      const result = await db.deleteFrom('operator_tokens').executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
     async countOperatorTokens(): Promise<number> {
       const row = await db
         .selectFrom('operator_tokens')
