@@ -242,6 +242,15 @@ describe('control plane', () => {
       'validation_error',
       'tenant_id',
     );
+    // A tenant's id is its host name: the admin console's and the service's own names are taken.
+    for (const tenant_id of ['admin', 'www', 'api']) {
+      expectError(
+        await t.call({ method: 'POST', url: '/admin/v1/tenants', headers: admin, body: { tenant_id, name: 'A' } }),
+        422,
+        'validation_error',
+        'tenant_id',
+      );
+    }
   });
 
   it('lists tenants newest first, page by page, and refuses a cursor it did not issue', async () => {
@@ -282,6 +291,18 @@ describe('control plane', () => {
       'validation_error',
       'scopes[1]',
     );
+    // The settings page's rules too: a key with no scope, or a name of spaces, is refused.
+    for (const [body, param] of [
+      [{ name: 'k', scopes: [] }, 'scopes'],
+      [{ name: '   ', scopes: ['apps:read'] }, 'name'],
+    ] as const) {
+      expectError(
+        await t.call({ method: 'POST', url: '/admin/v1/tenants/acme/api-keys', headers: admin, body }),
+        422,
+        'validation_error',
+        param,
+      );
+    }
     // In the past; on a leap second, which passes the date-time format but no clock here holds.
     for (const expires_at of ['2000-01-01T00:00:00.000Z', '2030-06-30T23:59:60Z']) {
       expectError(

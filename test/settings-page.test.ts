@@ -130,6 +130,28 @@ describe('owner accounts', () => {
     expect(rows[0]?.password_hash).not.toBe(rows[1]?.password_hash);
   });
 
+  it('an owner signs in with the e-mail as registered, whatever its capitals (final sigma, dotted I)', async () => {
+    const tenantId = `t-${randomBytes(5).toString('hex')}`;
+    const password = 'correct horse battery staple';
+    const created = await t.call({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: admin,
+      body: { tenant_id: tenantId, name: 'Greek', owner: { email: 'ΟΔΥΣ@example.com', password } },
+    });
+    expect(created.status, created.text).toBe(201);
+    const added = await t.call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/owners`,
+      headers: admin,
+      body: { email: 'İNFO@example.com', password },
+    });
+    expect(added.status, added.text).toBe(201);
+    for (const email of ['ΟΔΥΣ@example.com', 'İNFO@example.com']) {
+      expect((await agent().signIn(tenantId, email, password)).statusCode, email).toBe(303);
+    }
+  });
+
   it('owner input is validated: a bad e-mail or a short password answers 422 with its param; a second owner with the same e-mail 409', async () => {
     const tenantId = `t-${randomBytes(5).toString('hex')}`;
     const bad = (owner: unknown) =>

@@ -4,6 +4,7 @@
 // `scrypt$N$r$p$<salt>$<hash>` and compared in constant time. Sessions: a random token that only
 // the owner's cookie holds; the database keeps its SHA-256 and an expiry.
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { newId, sha256Hex } from '../lib/ids.js';
@@ -141,7 +142,8 @@ export function createOwnerService({ db }: { db: Db }) {
         .selectFrom('owners')
         .select(['id', 'tenant_id', 'email', 'password_hash', 'created_at'])
         .where('tenant_id', '=', tenantId)
-        .where('email_key', '=', email.trim().toLowerCase())
+        // Lower-cased as the stored key is, by the database: JavaScript's rules differ (final sigma).
+        .where('email_key', '=', sql<string>`lower(${email.trim()})`)
         .executeTakeFirst();
       if (!row) {
         decoy ??= hashPassword(generatePassword());

@@ -10,6 +10,28 @@ import { foreignCursor, newestFirst, type Page, toList } from './pagination.js';
 import { isScope } from './scopes.js';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
+/**
+ * Host labels a tenant cannot take, since its id is its host's first label (`<id>.<BASE_DOMAIN>`):
+ * the admin console's (`admin`, ADMIN_BASE_URL's default) and names people expect to be the
+ * service's own.
+ */
+export const RESERVED_TENANT_IDS: readonly string[] = [
+  'admin',
+  'api',
+  'app',
+  'auth',
+  'docs',
+  'help',
+  'localhost',
+  'login',
+  'mail',
+  'mcp',
+  'settings',
+  'static',
+  'status',
+  'support',
+  'www',
+];
 const KEY_PREFIX_LENGTH = 12;
 
 export interface TenantRecord {
@@ -103,6 +125,9 @@ export function createTenantService({ db }: { db: Db }) {
     getTenant,
 
     async createTenant(input: { tenant_id: string; name: string }): Promise<TenantRecord> {
+      if (RESERVED_TENANT_IDS.includes(input.tenant_id)) {
+        throw new ValidationError('tenant_id', `'${input.tenant_id}' is reserved: a tenant's id is its host name.`);
+      }
       try {
         const row = await db
           .insertInto('tenants')
@@ -149,6 +174,12 @@ export function createTenantService({ db }: { db: Db }) {
     /** Creates a key; the secret is in this answer only. */
     async createApiKey(tenantId: string, input: NewApiKey): Promise<ApiKeyRecord & { secret: string }> {
       await getTenant(tenantId);
+      // The control plane's and the settings page's rules, here so that both keep them.
+      const name = input.name.trim();
+      if (name.length === 0 || name.length > 200) {
+        throw new ValidationError('name', 'Give the key a name of 1 to 200 characters.');
+      }
+      if (input.scopes.length === 0) throw new ValidationError('scopes', 'Choose at least one scope.');
       input.scopes.forEach((scope, i) => {
         if (!isScope(scope)) throw new ValidationError(`scopes[${i}]`, `'${scope}' is not a known scope.`);
       });
@@ -168,7 +199,7 @@ export function createTenantService({ db }: { db: Db }) {
         .values({
           id: newId(),
           tenant_id: tenantId,
-          name: input.name,
+          name,
           prefix: secret.slice(0, KEY_PREFIX_LENGTH),
           secret_hash: sha256Hex(secret),
           scopes: [...new Set(input.scopes)],

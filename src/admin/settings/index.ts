@@ -17,7 +17,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from '../../config.js';
 import { DomainError } from '../../domain/errors.js';
 import type { OwnerService, OwnerSession } from '../../domain/owners.js';
-import { isScope, SCOPE_RESOURCES } from '../../domain/scopes.js';
+import { SCOPE_RESOURCES } from '../../domain/scopes.js';
 import type { TenantService } from '../../domain/tenants.js';
 import { type Authenticator, tenantFromHost } from '../../http/auth.js';
 import { ERROR_CATALOGUE, summarize } from '../../http/errors.js';
@@ -247,10 +247,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     const values = { name, scopes, expires_on: expiresOn };
     const refuse = (message: string) => renderKeys(reply, session, 422, { error: message, form: values });
 
-    if (!name || name.length > 200) return refuse('Give the key a name of 1 to 200 characters.');
-    if (scopes.length === 0) return refuse('Choose at least one scope.');
-    const unknown = scopes.find((s) => !isScope(s));
-    if (unknown) return refuse(`'${unknown}' is not a known scope.`);
+    // The key's name and scopes are judged where the control plane's are (createApiKey).
     let expiresAt: string | null = null;
     if (expiresOn) {
       if (expiresOn.length !== 10 || !startsWithCalendarDate(expiresOn)) {
