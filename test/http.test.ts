@@ -376,6 +376,29 @@ describe('request ids and logs', () => {
   });
 });
 
+describe('secrets in logs', () => {
+  it('a key sent in the query string is refused and not logged; the other parameters are', async () => {
+    const lines: string[] = [];
+    const logStream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const logged = await startTestApp({ LOG_LEVEL: 'info' }, { logStream });
+    try {
+      const { key: k } = await logged.tenant(['apps:read']);
+      const r = await logged.call({ url: `/api/v1/apps?limit=5&api_key=${k}&access_token=${k}&cursor=abc` });
+      expect(r.status).toBe(401);
+      const text = lines.join('');
+      expect(text).toContain('limit=5&api_key=[redacted]&access_token=[redacted]&cursor=abc');
+      expect(text).not.toContain(k);
+    } finally {
+      await logged.close();
+    }
+  });
+});
+
 describe('unexpected failures', () => {
   it('answer 500 internal_error with an event_id that the log carries, and no stack trace', async () => {
     const lines: string[] = [];
