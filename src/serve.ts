@@ -110,7 +110,10 @@ export async function serve(config: Config): Promise<void> {
         '  Workspace API is ready.',
         ...seeded.map((line) => `  ${line}`),
         '',
-        `  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`,
+        // The demo key exists only where the demo tenant was just seeded (an empty embedded database).
+        ...(seeded.includes('Demo tenant: demo')
+          ? [`  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`]
+          : []),
         `  Docs: ${origin}/docs`,
         `  API keys (workspace owners): ${origin}/admin/settings/integrations/api`,
         '',

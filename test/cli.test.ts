@@ -59,6 +59,7 @@ describe('workspace serve and the CLI', () => {
       expect(operatorToken).not.toBe('');
       expect(demoKey).not.toBe('');
       expect(server.output()).toContain('Demo tenant: demo');
+      expect(server.output()).toContain("Try: curl -H 'X-API-Key: <demo key>'");
       const apps = await fetch(`${server.url}/api/v1/apps`, { headers: { 'x-api-key': demoKey } });
       expect(apps.status).toBe(200);
       const wf = await fetch(`${server.url}/api/v1/workflows`, { headers: { 'x-api-key': demoKey } });
@@ -115,6 +116,8 @@ describe('workspace serve and the CLI', () => {
     const withToken = await serve({ ADMIN_TOKEN: replaced });
     try {
       expect(withToken.output()).toContain('retired, ADMIN_TOKEN replaces it');
+      // No demo key was made at this start: the banner does not offer one.
+      expect(withToken.output()).not.toContain('<demo key>');
       expect(await admin(withToken.url, operatorToken)).toBe(401);
       expect(await admin(withToken.url, replaced)).toBe(200);
     } finally {
