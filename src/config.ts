@@ -1,5 +1,6 @@
 // Configuration: environment variables only, parsed and validated once at start (DESIGN.md §1).
 // A bad value stops the start with a one-line reason naming the variable.
+import { isIP } from 'node:net';
 import { SECRETS_KEY_BYTES } from './lib/secret-box.js';
 
 export interface Config {
@@ -48,7 +49,12 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** Longest delay between two webhook attempts (WEBHOOK_RETRY_MAX_MS). */
   webhookRetryMaxMs: number;
-  trustProxy: boolean;
+  /**
+   * Whom to believe about the client (X-Forwarded-For, -Proto, -Host), TRUST_PROXY: `false` nobody;
+   * a number, that many proxies nearest us whatever their address (`true` is 1); a list, the
+   * proxies at those addresses or in those CIDR ranges.
+   */
+  trustProxy: false | number | string[];
   /** Seals webhook signing secrets at rest (SECRETS_KEY: 32 bytes, base64 or hex); unset stores them as they are. */
   secretsKey: Buffer | undefined;
   /** The key before a change of SECRETS_KEY (SECRETS_KEY_PREVIOUS): what it sealed is sealed again under the new one. */
@@ -129,6 +135,40 @@ function origins(env: Env, name: string): string[] {
   });
 }
 
+const MAX_PROXY_HOPS = 32;
+
+/** An IP address, or a CIDR range of at least one bit (`0.0.0.0/0` would trust every client). */
+function isAddressOrRange(value: string): boolean {
+  const [address = '', prefix, ...rest] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && +prefix >= 1 && +prefix <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * TRUST_PROXY. The client writes the left of X-Forwarded-For; each proxy appends the address it
+ * saw. So the client is the entry the last trusted proxy added: trusting every hop (Fastify's
+ * `true`) would take whatever the client wrote, and let it pick a new address per request.
+ */
+function trustProxy(env: Env, name: string): false | number | string[] {
+  const raw = str(env, name);
+  if (raw === undefined || /^(false|no|0)$/i.test(raw)) return false;
+  if (/^(true|yes)$/i.test(raw)) return 1;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > MAX_PROXY_HOPS) throw new ConfigError(`${name} must be at most ${MAX_PROXY_HOPS} proxies, got ${hops}`);
+    return hops;
+  }
+  const addresses = raw.split(',').map((item) => item.trim());
+  const bad = addresses.find((item) => !isAddressOrRange(item));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${name} must be true, false, a number of proxies or a comma-separated list of proxy IP addresses or CIDR ranges, got '${bad}'`,
+    );
+  }
+  return addresses;
+}
+
 /** 32 bytes written as 64 hex digits or as base64 (or base64url). */
 function secretsKey(env: Env, name: string): Buffer | undefined {
   const raw = str(env, name);
@@ -201,7 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookRetryMaxMs: int(env, 'WEBHOOK_RETRY_MAX_MS', 4 * 3_600_000, 1, 24 * 3_600_000),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env, 'TRUST_PROXY'),
     secretsKey: sealingKey,
     secretsKeyPrevious: previousSealingKey,
     llmBaseUrl: url(env, 'LLM_BASE_URL', ['http:', 'https:']),

@@ -54,6 +54,11 @@ export interface App {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** Trusts the `hops` addresses nearest us (hop 0 is the socket's): the client is the next one. */
+function trustHops(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
+}
+
 function validatorCompilers() {
   const shared = { allErrors: false, removeAdditional: false as const, useDefaults: true, strict: false };
   // Bodies are taken as sent: `"true"` is not a boolean. Path and query strings are coerced.
@@ -112,7 +117,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       },
     },
     bodyLimit: config.bodyLimitBytes,
-    trustProxy: config.trustProxy,
+    // A number of proxies as a function of the hop: Fastify ignores a number (it cannot check
+    // the nearest peer's address). Trusting N hops assumes only the proxies can reach us.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];

@@ -1,8 +1,9 @@
 // The per-IP rate limit (src/http/rate-limit.ts) beyond what http.test.ts checks: windows that
-// end, the documentation left unlimited, and a Redis that does not answer letting requests pass.
+// end, the documentation left unlimited, a Redis that does not answer letting requests pass, and
+// the client's address behind proxies (TRUST_PROXY).
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { memoryCounter } from '../src/http/rate-limit.js';
@@ -87,6 +88,99 @@ describe('the limit on the app', () => {
       const r = await built.app.inject({ url: '/api/v1/apps' });
       expect(r.statusCode).toBe(401); // past the limit's check, refused for want of a key
       expect(r.headers['ratelimit-limit']).toBeUndefined();
+    }
+  });
+});
+
+describe('the client behind a proxy (TRUST_PROXY)', () => {
+  const apps: { close(): Promise<void> }[] = [];
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+  });
+
+  /** Statuses of `/api/v1/apps` asked once per X-Forwarded-For, from the socket address `from`. */
+  async function statuses(t: Awaited<ReturnType<typeof startTestApp>>, forwarded: string[], from = '127.0.0.1') {
+    const out: number[] = [];
+    for (const xff of forwarded) {
+      const r = await t.app.inject({ url: '/api/v1/apps', remoteAddress: from, headers: { 'x-forwarded-for': xff } });
+      out.push(r.statusCode);
+    }
+    return out;
+  }
+  /** The scheme of a doc_url link: X-Forwarded-Proto's when the socket is a trusted proxy's. */
+  async function scheme(t: Awaited<ReturnType<typeof startTestApp>>, from = '127.0.0.1') {
+    const r = await t.app.inject({
+      url: '/api/v1/apps',
+      remoteAddress: from,
+      headers: { 'x-forwarded-proto': 'https' },
+    });
+    return new URL(JSON.parse(r.body).error.doc_url).protocol;
+  }
+  const spoofed = (client: string, n = 4) => Array.from({ length: n }, (_, i) => `198.51.100.${i + 1}, ${client}`);
+
+  it('true trusts one proxy: the client is the address it saw (the rightmost), whatever the client wrote left of it', async () => {
+    const t = await startTestApp({ TRUST_PROXY: 'true', RATE_LIMIT_PER_MINUTE: '2' });
+    apps.push(t);
+    // 401: past the limit, refused for want of a key.
+    expect(await statuses(t, spoofed('203.0.113.7'))).toEqual([401, 401, 429, 429]);
+    // Another client behind the same proxy has a budget of its own.
+    expect(await statuses(t, ['198.51.100.1, 203.0.113.8'])).toEqual([401]);
+    // X-Forwarded-Proto still counts (the Secure flag of the owners' session cookie).
+    expect(await scheme(t)).toBe('https:');
+  });
+
+  it('a number N trusts the N proxies nearest us: the client is the Nth address from the right', async () => {
+    const t = await startTestApp({ TRUST_PROXY: '2', RATE_LIMIT_PER_MINUTE: '2' });
+    apps.push(t);
+    const forwarded = spoofed('203.0.113.7, 10.0.0.9').map((xff, i) => xff.replace('10.0.0.9', `10.0.0.${i + 1}`));
+    expect(await statuses(t, forwarded)).toEqual([401, 401, 429, 429]);
+    expect(await scheme(t)).toBe('https:');
+  });
+
+  it('a list trusts the proxies at those addresses only: from anywhere else X-Forwarded-For is ignored', async () => {
+    const t = await startTestApp({ TRUST_PROXY: '10.0.0.2, 10.1.0.0/16', RATE_LIMIT_PER_MINUTE: '2' });
+    apps.push(t);
+    // Through the proxy at 10.0.0.2 and an inner one in 10.1.0.0/16: the client is the next address.
+    const through = spoofed('203.0.113.7, 10.1.2.3');
+    expect(await statuses(t, through, '10.0.0.2')).toEqual([401, 401, 429, 429]);
+    expect(await statuses(t, ['203.0.113.8'], '10.0.0.2')).toEqual([401]);
+    // A client connecting directly is its socket's address, whatever it writes.
+    expect(await statuses(t, spoofed('203.0.113.9'), '192.0.2.50')).toEqual([401, 401, 429, 429]);
+    // So is its X-Forwarded-Proto.
+    expect(await scheme(t, '10.1.2.3')).toBe('https:');
+    expect(await scheme(t, '192.0.2.51')).toBe('http:');
+  });
+
+  it('reads true, false, a number of proxies or a list of addresses and ranges; anything else stops the start', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '3' }).trustProxy).toBe(3);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.2, 10.1.0.0/16,::1, fd00::/8' }).trustProxy).toEqual([
+      '10.0.0.2',
+      '10.1.0.0/16',
+      '::1',
+      'fd00::/8',
+    ]);
+    for (const bad of [
+      'maybe',
+      '10.0.0',
+      '10.0.0.0/33',
+      '0.0.0.0/0',
+      '10.0.0.1/',
+      '10.0.0.1,',
+      'proxy.internal',
+      '33',
+    ]) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).toThrow(ConfigError);
+      try {
+        loadConfig({ TRUST_PROXY: bad });
+      } catch (error) {
+        expect((error as Error).message).toMatch(/^TRUST_PROXY must /);
+        expect((error as Error).message).not.toContain('\n');
+      }
     }
   });
 });

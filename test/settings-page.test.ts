@@ -568,4 +568,24 @@ describe('sign-in, sessions and CSRF over HTTP', () => {
     // Another address is not affected.
     expect((await agent('10.98.0.1').send('GET', '/admin/login')).statusCode).toBe(200);
   });
+
+  it('a client cannot escape the sign-in limit by writing X-Forwarded-For: it counts per address the proxy saw', async () => {
+    const { tenantId, email } = await tenantWithOwner();
+    const client = agent('10.97.0.1');
+    const token = client.csrfOf((await client.send('GET', '/admin/login')).body);
+    const statuses: number[] = [];
+    for (let i = 0; i <= LOGIN_ATTEMPTS_PER_MINUTE; i++) {
+      // The proxy appends the address it saw (10.97.0.1) to what the client wrote.
+      const forwarded = { 'x-forwarded-for': `198.51.100.${i + 1}, 10.97.0.1` };
+      const response = await client.send(
+        'POST',
+        '/admin/login',
+        { _csrf: token, tenant_id: tenantId, email, password: `guess-${i}-xxxxxxxx` },
+        forwarded,
+      );
+      statuses.push(response.statusCode);
+    }
+    expect(statuses.slice(0, LOGIN_ATTEMPTS_PER_MINUTE).every((s) => s === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+  });
 });
