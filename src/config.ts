@@ -196,8 +196,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN must be at least 16 characters long');
   }
-  const baseDomain = (str(env, 'BASE_DOMAIN') ?? 'localhost').toLowerCase();
-  if (!/^[a-z0-9.-]+$/.test(baseDomain)) throw new ConfigError(`BASE_DOMAIN must be a host name, got '${baseDomain}'`);
+  // Hosts are compared without a fully qualified name's trailing dot, so BASE_DOMAIN is too: kept,
+  // no tenant host would end with it and every key would be good on every tenant's host.
+  const baseDomainRaw = (str(env, 'BASE_DOMAIN') ?? 'localhost').toLowerCase();
+  const baseDomain = baseDomainRaw.replace(/\.$/, '');
+  if (!/^[a-z0-9-]+(?:\.[a-z0-9-]+)*$/.test(baseDomain)) {
+    throw new ConfigError(`BASE_DOMAIN must be a host name, got '${baseDomainRaw}'`);
+  }
   const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']);
   const sealingKey = secretsKey(env, 'SECRETS_KEY');
   const previousSealingKey = secretsKey(env, 'SECRETS_KEY_PREVIOUS');

@@ -1,6 +1,7 @@
 // Authentication, tenancy and scopes (spec: Authentication; DESIGN.md §3) and the control plane
 // that manages tenants and keys (DESIGN.md §2).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { isOwnHost, tenantFromHost } from '../src/http/auth.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
 
@@ -106,6 +107,28 @@ describe('tenancy', () => {
     expect(tenantFromHost('acme.localhost.', 'localhost')).toBe('acme');
     expect(tenantFromHost('acme.api.example.com.:443', 'api.example.com')).toBe('acme');
     expect(tenantFromHost('api.example.com.', 'api.example.com')).toBeUndefined();
+    // An empty port (RFC 9110 allows it) names the same host too.
+    expect(tenantFromHost('acme.localhost:', 'localhost')).toBe('acme');
+    expect(tenantFromHost('acme.localhost.:', 'localhost')).toBe('acme');
+    expect(tenantFromHost('[::1]:', 'localhost')).toBeUndefined();
+  });
+
+  it('a Host that is not a host name names no tenant, so that no key matches it (null)', () => {
+    for (const host of [
+      'acme.localhost..',
+      '.acme.localhost',
+      'acme..localhost',
+      'acme.localhost:x',
+      'acme.localhost:80:80',
+      'acme.localhost :80',
+      'acme.localhost/',
+      '::1',
+      '[::1',
+      '[not-an-ip]:80',
+    ]) {
+      expect(tenantFromHost(host, 'localhost'), host).toBeNull();
+      expect(isOwnHost(host, 'localhost', undefined), host).toBe(false);
+    }
   });
 
   it("knows its own hosts (for the MCP endpoint's Origin check): BASE_DOMAIN and below, loopback, IPs, PUBLIC_URL", () => {
@@ -125,8 +148,45 @@ describe('tenancy', () => {
       (await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${a.tenantId}.localhost` } })).status,
     ).toBe(200);
     expect((await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: '127.0.0.1:8080' } })).status).toBe(200);
-    for (const host of [`${b.tenantId}.localhost`, `${b.tenantId}.localhost.`, `${b.tenantId}.localhost.:8080`]) {
+    for (const host of [
+      `${b.tenantId}.localhost`,
+      `${b.tenantId}.localhost.`,
+      `${b.tenantId}.localhost.:8080`,
+      // An empty port is the same host; anything malformed is no host of the key's.
+      `${b.tenantId}.localhost:`,
+      `${b.tenantId}.localhost.:`,
+      `${b.tenantId}.localhost..`,
+      `${b.tenantId}.localhost:x`,
+      `${a.tenantId}.localhost..`,
+    ]) {
       expectError(await t.call({ url: '/api/v1/apps', key: a.key, headers: { host } }), 401, 'invalid_api_key');
+    }
+    expect(
+      (await t.call({ url: '/api/v1/apps', key: a.key, headers: { host: `${a.tenantId}.localhost:` } })).status,
+    ).toBe(200);
+  });
+
+  it('BASE_DOMAIN with a trailing dot is the same domain: host binding still holds; an empty label stops the start', async () => {
+    expect(loadConfig({ BASE_DOMAIN: 'Example.TEST.' }).baseDomain).toBe('example.test');
+    for (const bad of ['example.test..', '.example.test', 'example..test', '.', 'exa mple.test']) {
+      expect(() => loadConfig({ BASE_DOMAIN: bad }), bad).toThrow(ConfigError);
+      expect(() => loadConfig({ BASE_DOMAIN: bad }), bad).toThrow(/^BASE_DOMAIN must be a host name/);
+    }
+    const dotted = await startTestApp({ BASE_DOMAIN: 'example.test.' });
+    try {
+      const a = await dotted.tenant(['apps:read']);
+      const b = await dotted.tenant(['apps:read']);
+      const own = await dotted.call({
+        url: '/api/v1/apps',
+        key: a.key,
+        headers: { host: `${a.tenantId}.example.test` },
+      });
+      expect(own.status).toBe(200);
+      for (const host of [`${b.tenantId}.example.test`, `${b.tenantId}.example.test.`]) {
+        expectError(await dotted.call({ url: '/api/v1/apps', key: a.key, headers: { host } }), 401, 'invalid_api_key');
+      }
+    } finally {
+      await dotted.close();
     }
   });
 

@@ -532,6 +532,11 @@ describe('sign-in, sessions and CSRF over HTTP', () => {
     expect((await client.send('GET', SETTINGS, undefined, { host: `${tenantId}.localhost` })).statusCode).toBe(200);
     const other = await client.send('GET', SETTINGS, undefined, { host: 'someone-else.localhost' });
     expect(other.statusCode).toBe(303);
+    // An empty port names the same host; a malformed Host names none, and no session is good on it.
+    expect((await client.send('GET', SETTINGS, undefined, { host: `${tenantId}.localhost:` })).statusCode).toBe(200);
+    for (const host of ['someone-else.localhost:', 'someone-else.localhost..', 'someone-else.localhost:x']) {
+      expect((await client.send('GET', SETTINGS, undefined, { host })).statusCode, host).toBe(303);
+    }
   });
 
   it('the pages are not in the OpenAPI document and answer with a strict Content-Security-Policy and no-store', async () => {

@@ -24,21 +24,35 @@ export const KEY_CACHE_TTL_MS = 900;
 const KEY_CACHE_MAX = 10_000;
 const USAGE_FLUSH_MS = 10_000;
 
-/** A Host header's name: lower case, without the port or a fully qualified name's trailing dot. */
-function hostName(hostHeader: string): string {
+/** A host name: dot-separated labels of letters, digits, hyphens and underscores, none empty. */
+const HOST_NAME = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/;
+
+/**
+ * A Host header's name (RFC 9110 §7.2: `host [ ":" port ]`, the port digits and possibly empty):
+ * lower case, without the port, and without one trailing dot (`acme.example.com.` is the same
+ * host as `acme.example.com`). Undefined when it is not a host: an empty label (`acme..`, `.acme`),
+ * a port that is not digits, a character no host name has.
+ */
+function hostName(hostHeader: string): string | undefined {
   const host = hostHeader.toLowerCase();
-  if (host.startsWith('[')) return host.slice(1, host.indexOf(']') > 0 ? host.indexOf(']') : undefined);
-  // `acme.example.com.` is the same host as `acme.example.com`.
-  return host.replace(/:\d+$/, '').replace(/\.$/, '');
+  if (host.startsWith('[')) {
+    const literal = /^\[([^\]]+)\](?::\d*)?$/.exec(host)?.[1];
+    return literal !== undefined && isIP(literal) === 6 ? literal : undefined;
+  }
+  const name = /^([^:]*)(?::\d*)?$/.exec(host)?.[1]?.replace(/\.$/, '');
+  return name !== undefined && HOST_NAME.test(name) ? name : undefined;
 }
 
 /**
  * The tenant a request's Host names: `<tenant>.<BASE_DOMAIN>`. A bare host (BASE_DOMAIN itself,
- * localhost, an IP address, or any other name) names none, and the key's tenant is used.
+ * localhost, an IP address, or any other name) names none (undefined), and the key's tenant is
+ * used. A Host that is not a host name is null: it names no tenant, and no tenant's key or
+ * session is good on it (a proxy may well route `b.example.com:x` to b's site).
  */
-export function tenantFromHost(hostHeader: string | undefined, baseDomain: string): string | undefined {
+export function tenantFromHost(hostHeader: string | undefined, baseDomain: string): string | null | undefined {
   if (!hostHeader) return undefined;
   const host = hostName(hostHeader);
+  if (host === undefined) return null;
   if (isIP(host) || host === baseDomain || host === 'localhost') return undefined;
   const suffix = `.${baseDomain}`;
   if (!host.endsWith(suffix)) return undefined;
@@ -51,6 +65,7 @@ export function tenantFromHost(hostHeader: string | undefined, baseDomain: strin
  */
 export function isOwnHost(hostHeader: string, baseDomain: string, publicUrl: string | undefined): boolean {
   const host = hostName(hostHeader);
+  if (host === undefined) return false;
   if (isIP(host) || host === 'localhost' || host === baseDomain || host.endsWith(`.${baseDomain}`)) return true;
   return publicUrl !== undefined && host === hostName(new URL(publicUrl).host);
 }

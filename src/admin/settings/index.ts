@@ -145,8 +145,9 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
 
   settings.get(LOGIN_PATH, page, async (request, reply) => {
     if (await sessionOf(request)) return reply.redirect(SETTINGS_PATH, 303);
+    // A Host that is not a host name (null) fixes no workspace: every sign-in on it is refused.
     const host = hostTenant(request);
-    return html(reply, 200, loginPage({ csrf: csrfToken(reply), tenantId: host, tenantFixed: host !== undefined }));
+    return html(reply, 200, loginPage({ csrf: csrfToken(reply), tenantId: host ?? undefined, tenantFixed: !!host }));
   });
 
   settings.post(
@@ -177,7 +178,7 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
             tenantId,
             email,
             error: GENERIC_LOGIN_ERROR,
-            tenantFixed: host !== undefined,
+            tenantFixed: !!host,
           }),
         );
       }
