@@ -196,6 +196,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN must be at least 16 characters long');
   }
+  // `Authorization: Bearer <token>` carries one word: a token with a space could never be sent.
+  if (adminToken !== undefined && /\s/.test(adminToken)) {
+    throw new ConfigError('ADMIN_TOKEN must not contain spaces or other whitespace');
+  }
   // Hosts are compared without a fully qualified name's trailing dot, so BASE_DOMAIN is too: kept,
   // no tenant host would end with it and every key would be good on every tenant's host.
   const baseDomainRaw = (str(env, 'BASE_DOMAIN') ?? 'localhost').toLowerCase();

@@ -262,6 +262,19 @@ describe('scopes', () => {
 });
 
 describe('control plane', () => {
+  it('an ADMIN_TOKEN with whitespace inside stops the start, unrepeated: no Bearer header could carry it', () => {
+    for (const token of ['operator token with spaces', 'operator-token\twith-tab', 'operator-token\u00a0nbsp-x']) {
+      expect(() => loadConfig({ ADMIN_TOKEN: token }), JSON.stringify(token)).toThrow(ConfigError);
+      try {
+        loadConfig({ ADMIN_TOKEN: token });
+      } catch (error) {
+        expect((error as Error).message).toBe('ADMIN_TOKEN must not contain spaces or other whitespace');
+      }
+    }
+    // Around it, whitespace is trimmed as for every setting.
+    expect(loadConfig({ ADMIN_TOKEN: `  ${ADMIN_TOKEN}\n` }).adminToken).toBe(ADMIN_TOKEN);
+  });
+
   it('needs the operator token: missing → not_authenticated, wrong → invalid_api_key', async () => {
     expectError(await t.call({ url: '/admin/v1/tenants' }), 401, 'not_authenticated');
     expectError(
