@@ -92,3 +92,29 @@ describe('OpenAPI document', () => {
     expect(page.text).toContain('swagger');
   });
 });
+
+// What the server really answers, checked against what the document declares for it: a client
+// generated from the document must be able to read every answer.
+const UNKNOWN_ID = '0b9b7c1e-1111-4222-8333-444455556666';
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
+function declared(method: string, path: string, status: number): any {
+  const response = doc.paths[path]?.[method.toLowerCase()]?.responses?.[String(status)];
+  const ref = response?.$ref as string | undefined;
+  return ref ? doc.components.responses[ref.replace('#/components/responses/', '')] : response;
+}
+
+describe('the document declares what the server answers', () => {
+  it('an unknown conversation_id in a message answers 404 not_found, which POST /messages declares', async () => {
+    const { key } = await t.tenant();
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/messages',
+      key,
+      body: { content: 'hello', conversation_id: UNKNOWN_ID },
+    });
+    expect(r.status).toBe(404);
+    expect(r.body.error).toMatchObject({ code: 'not_found', param: 'conversation_id' });
+    expect(declared('POST', '/api/v1/messages', 404)).toBeDefined();
+  });
+});

@@ -9882,6 +9882,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -231,7 +231,8 @@ export const conversationOperations = [
       'A message sent while the agent is still answering in the same conversation is refused with 409.',
     body: SendBody,
     response: Message,
-    errors: ['missing_required_parameter', 'invalid_parameters', 'conflict'],
+    // An unknown `conversation_id` answers 404 rather than 422 (README, departures: issue #5).
+    errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict'],
     handler: (ctx) =>
       answerTurn(ctx as OperationContext<unknown, unknown, unknown>, (onEvent) =>
         ctx.services.agent.sendMessage(ctx.tenantId, ctx.body as Body<typeof SendBody>, { onEvent }),

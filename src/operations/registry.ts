@@ -52,7 +52,10 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** Success status; 200 unless stated. Other success statuses a handler may pick. */
   status?: 200 | 201 | 202;
   alsoStatus?: (200 | 201)[];
-  /** Error codes this operation can answer beyond the ones every operation can. */
+  /**
+   * Error codes this operation can answer beyond the ones every operation can. `not_found` comes
+   * with path parameters; an operation without any that answers 404 for an id in its body lists it.
+   */
   errors?: ErrorCode[];
   /** Deletes, clears, purges. */
   destructive?: boolean;
