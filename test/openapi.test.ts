@@ -118,3 +118,30 @@ describe('the document declares what the server answers', () => {
     expect(declared('POST', '/api/v1/messages', 404)).toBeDefined();
   });
 });
+
+describe('the message turns stream when asked', () => {
+  for (const path of ['/api/v1/messages', '/api/v1/messages/{message_id}/continue']) {
+    it(`POST ${path} declares its 200 as application/json first, then text/event-stream`, () => {
+      const content = declared('POST', path, 200).content;
+      expect(Object.keys(content)).toEqual(['application/json', 'text/event-stream']);
+      expect(content['text/event-stream'].schema).toMatchObject({ type: 'string' });
+      expect(content['text/event-stream'].schema.description).toContain('docs/agent.md');
+    });
+  }
+
+  it('with Accept: text/event-stream, POST /messages answers 200 text/event-stream, as declared', async () => {
+    const { key } = await t.tenant();
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/messages',
+      key,
+      body: { content: 'hello' },
+      headers: { accept: 'text/event-stream' },
+    });
+    expect(r.status).toBe(200);
+    const type = String(r.headers['content-type']).split(';')[0] as string;
+    expect(type).toBe('text/event-stream');
+    expect(r.text).toContain('event: done');
+    expect(declared('POST', '/api/v1/messages', 200).content[type]).toBeDefined();
+  });
+});

@@ -11,7 +11,7 @@
 // - a non-2xx answer throws a `WorkspaceApiError` carrying the spec's error body;
 // - `paginate` walks a list endpoint's cursor pages and yields every item; `pages` yields pages.
 import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
-import type { HttpMethod, MediaType, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
+import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
 import type { components, paths } from './schema.js';
 
 export type { components, paths };
@@ -145,12 +145,17 @@ export interface WorkspaceClientOptions extends RetryOptions {
 }
 
 type Method = Extract<HttpMethod, 'get' | 'post' | 'put' | 'patch' | 'delete'>;
+type JsonMedia = `${string}/json`;
 type InitArgs<Init> =
   RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
-/** The success body of `method path`. */
+/**
+ * The success body of `method path`, as JSON: the methods below parse every answer as JSON. (The
+ * message turns may also answer `text/event-stream` when asked; read those through `raw` with
+ * `parseAs: 'stream'`.)
+ */
 export type ResponseOf<P extends keyof paths, M extends Method, Init = Record<never, never>> = NonNullable<
   // biome-ignore lint/suspicious/noExplicitAny: constraint of openapi-fetch's FetchResponse.
-  FetchResponse<paths[P][M] & Record<string | number, any>, Init, MediaType>['data']
+  FetchResponse<paths[P][M] & Record<string | number, any>, Init, JsonMedia>['data']
 >;
 type DataMethod<M extends Method> = <P extends PathsWithMethod<paths, M>, Init extends MaybeOptionalInit<paths[P], M>>(
   url: P,

@@ -9852,6 +9852,7 @@ export interface operations {
                          */
                         updated_at: string;
                     };
+                    "text/event-stream": string;
                 };
             };
             /** @description Default Response */
@@ -10229,6 +10230,7 @@ export interface operations {
                          */
                         updated_at: string;
                     };
+                    "text/event-stream": string;
                 };
             };
             /** @description Default Response */

@@ -5,11 +5,15 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { openApiWebhooks } from '../domain/webhooks/event-types.js';
+import type { Operation } from '../operations/registry.js';
 import { ERROR_CATALOGUE } from './errors.js';
 
 export const API_VERSION = '1.0.0';
 
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+export async function registerOpenApi(
+  app: FastifyInstance,
+  { operations }: { operations: Operation[] },
+): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -35,16 +39,43 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transformObject: (documents) =>
       'openapiObject' in documents
-        ? withIdempotency(optionalDefaults(documents.openapiObject))
+        ? withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations)))
         : documents.swaggerObject,
   });
 }
 
 interface DocumentedOperation {
+  operationId?: string;
   security?: Record<string, unknown>[];
   parameters?: Record<string, unknown>[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: { required?: unknown[] } }> };
-  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: unknown }>;
+  responses?: Record<
+    string,
+    { description?: string; headers?: Record<string, unknown>; content?: Record<string, unknown> }
+  >;
+}
+
+const operationsOf = (document: { paths?: unknown }) =>
+  Object.values((document.paths ?? {}) as Record<string, Record<string, DocumentedOperation>>).flatMap((item) =>
+    Object.entries(item ?? {}),
+  );
+
+/**
+ * An operation that streams its answer when asked (`eventStream`): its success answer is also
+ * `text/event-stream`, after `application/json`, so a generated client knows not to parse it as JSON.
+ */
+function withEventStreams<T extends { paths?: unknown }>(document: T, operations: Operation[]): T {
+  const streams = new Map(operations.flatMap((op) => (op.eventStream ? [[op.id, op]] : [])));
+  for (const [, operation] of operationsOf(document)) {
+    const op = operation.operationId === undefined ? undefined : streams.get(operation.operationId);
+    const success = op && operation.responses?.[String(op.status ?? 200)];
+    if (!op || !success) continue;
+    success.content = {
+      ...success.content,
+      'text/event-stream': { schema: { type: 'string', description: op.eventStream } },
+    };
+  }
+  return document;
 }
 
 /**

@@ -144,6 +144,16 @@ async function answerTurn(
   return reply;
 }
 
+/** The document's `text/event-stream` answer of a turn (docs/agent.md, Streaming, has the table). */
+const TURN_EVENT_STREAM =
+  'With `Accept: text/event-stream`, the turn as Server-Sent Events: frames `event: <type>` and `data: <JSON>`, ' +
+  'every `data` carrying `message_id` and `conversation_id`. Events: `message.created` (`role`, `in_reply_to`), ' +
+  '`message.delta` (`delta`), `citation`, `function_call`, `function_result`, `handoff`, and last `done` with ' +
+  '`status` COMPLETED, WAITING_CLIENT or FAILED, `error` when FAILED and `message`, the full record; an `error` ' +
+  'event if the result could not be stored. `: keep-alive` comments every SSE_HEARTBEAT_MS. Request errors are ' +
+  'answered as JSON before the stream opens. Each event is described in docs/agent.md (section Streaming) of the ' +
+  "service's repository.";
+
 const SendBody = Type.Object(
   {
     conversation_id: Type.Optional(Uuid),
@@ -231,6 +241,7 @@ export const conversationOperations = [
       'A message sent while the agent is still answering in the same conversation is refused with 409.',
     body: SendBody,
     response: Message,
+    eventStream: TURN_EVENT_STREAM,
     // An unknown `conversation_id` answers 404 rather than 422 (README, departures: issue #5).
     errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict'],
     handler: (ctx) =>
@@ -286,6 +297,7 @@ export const conversationOperations = [
     params: MessageParams,
     body: ContinueBody,
     response: Message,
+    eventStream: TURN_EVENT_STREAM,
     errors: ['conflict'],
     handler: (ctx) =>
       answerTurn(ctx as OperationContext<unknown, unknown, unknown>, (onEvent) =>

@@ -63,6 +63,11 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   idempotent?: boolean;
   /** The answer shows a secret once: a copy kept to replay it (Idempotency-Key) is sealed as the secret is. */
   secretAnswer?: boolean;
+  /**
+   * With `Accept: text/event-stream` the success answer is a Server-Sent Events stream (the handler
+   * streams it): what its events are, for the document's `text/event-stream` content.
+   */
+  eventStream?: string;
   handler: (ctx: OperationContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
@@ -84,6 +89,7 @@ export interface Operation {
   destructive?: boolean;
   idempotent?: boolean;
   secretAnswer?: boolean;
+  eventStream?: string;
   handler: (ctx: OperationContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
 
