@@ -412,6 +412,12 @@ describe('MCP transport rules', () => {
     expect((await json(evil)).error).toMatchObject({ type: 'permission_error', code: 'forbidden_origin' });
     const allowed = await rpc(initialize('2025-06-18'), { origin: 'https://inspector.example' });
     expect(allowed.status).toBe(200);
+    // A 403 is not stored under its Idempotency-Key: the same request from an allowed origin runs.
+    const keyed = (origin: string) => rpc(initialize('2025-06-18'), { origin, 'idempotency-key': 'origin-check' });
+    expect((await keyed('https://evil.example')).status).toBe(403);
+    const retried = await keyed('https://inspector.example');
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
 
     // The API's own origin passes: the host the request was sent to, when it is one of the API's.
     const { tenantId, key: own } = await t.tenant();

@@ -27,6 +27,12 @@ export const IDEMPOTENCY_LEASE_SECONDS = 60;
 const HEADER = 'idempotency-key';
 /** The content type recorded for a key whose answer was a stream: there is no body to replay. */
 const STREAMED = 'text/event-stream';
+/**
+ * Refusals before the operation runs, never stored (as 5xx are not): the key stays free for the
+ * retry. Most come before the key is reserved; the MCP endpoint's refusals of a browser Origin
+ * (403) and for want of a slot (429) come after it, in its handler.
+ */
+export const NOT_STORED_STATUSES: readonly number[] = [401, 403, 413, 429];
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -186,7 +192,7 @@ export function registerIdempotency(
     const { key, token } = lease;
     const where = { tenant: request.auth.tenantId, key };
     try {
-      if (reply.statusCode >= 500 || typeof payload !== 'string') {
+      if (reply.statusCode >= 500 || NOT_STORED_STATUSES.includes(reply.statusCode) || typeof payload !== 'string') {
         // Not stored: a retry with the same key runs again.
         await db
           .deleteFrom('idempotency_keys')
