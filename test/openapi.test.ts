@@ -1,16 +1,19 @@
 // The OpenAPI document (spec: Versioning; DESIGN.md §6): valid OpenAPI 3.1.0, version 1.0.0,
 // the ScopedAPIKeyAuth scheme, every registry operation with its scope and error answers.
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../src/operations/index.js';
-import { startTestApp, type TestApp } from './helpers.js';
+import { type CallResult, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
 // biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
 let doc: any;
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // A small body limit, so that a 413 is cheap to provoke.
+  t = await startTestApp({ BODY_LIMIT_BYTES: '65536' });
   const r = await t.call({ url: '/api/v1/openapi.json' });
   expect(r.status).toBe(200);
   doc = r.body;
@@ -104,6 +107,42 @@ function declared(method: string, path: string, status: number): any {
   return ref ? doc.components.responses[ref.replace('#/components/responses/', '')] : response;
 }
 
+let ajv: Ajv | undefined;
+/** Whether a JSON body matches a schema of the document (its `#/components/…` references resolved). */
+function matches(schema: unknown, body: unknown): string | undefined {
+  if (!ajv) {
+    ajv = new Ajv({ strict: false, allErrors: false });
+    addFormats.default(ajv);
+    ajv.addSchema({ components: doc.components }, 'doc');
+  }
+  const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, '"doc#/components/')));
+  return validate(body) ? undefined : ajv.errorsText(validate.errors);
+}
+
+/**
+ * Asserts that the document declares this answer of `method path`: its status, its media type
+ * (or no content, for an empty body), and a JSON body that matches the declared schema. Returns
+ * the declared response.
+ */
+function expectDeclaredAnswer(method: string, path: string, r: Pick<CallResult, 'status' | 'headers' | 'text'>) {
+  const where = `${method} ${path} → ${r.status} ${r.text.slice(0, 120)}`;
+  const response = declared(method, path, r.status);
+  expect(response, `${where}: status not declared`).toBeDefined();
+  const media =
+    String(r.headers['content-type'] ?? '')
+      .split(';')[0]
+      ?.trim() ?? '';
+  if (media === '') {
+    expect(r.text, where).toBe('');
+    expect(response.content, `${where}: declares a body`).toBeUndefined();
+  } else {
+    const content = response.content?.[media];
+    expect(content, `${where}: ${media} not declared`).toBeDefined();
+    if (media === 'application/json') expect(matches(content.schema, JSON.parse(r.text)), where).toBeUndefined();
+  }
+  return response;
+}
+
 describe('the document declares what the server answers', () => {
   it('an unknown conversation_id in a message answers 404 not_found, which POST /messages declares', async () => {
     const { key } = await t.tenant();
@@ -148,4 +187,120 @@ describe('the message turns stream when asked', () => {
       expect(r.headers[name], name).toBeDefined();
     }
   });
+});
+
+describe('the MCP endpoint declares every status it answers', () => {
+  const ACCEPT = 'application/json, text/event-stream';
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+  const post = (key: string | undefined, payload: string, headers: Record<string, string> = {}) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      headers: { 'content-type': 'application/json', accept: ACCEPT, ...(key ? { 'x-api-key': key } : {}), ...headers },
+      payload,
+    });
+
+  it('POST: each request answers the status observed, with a body of the declared shape', async () => {
+    const { key } = await t.tenant();
+    // request → the status it really answers, and the error code (JSON-RPC's, or the spec's)
+    const table: [string, () => ReturnType<typeof post>, number, (number | string)?][] = [
+      ['a request', () => post(key, ping), 200],
+      ['a batch (2025-03-26)', () => post(key, `[${ping}]`), 200],
+      ['a notification', () => post(key, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })), 202],
+      ['a body that is not JSON', () => post(key, '{'), 400, -32700],
+      ['JSON that is not JSON-RPC', () => post(key, '{"a":1}'), 400, -32600],
+      [
+        'an unsupported MCP-Protocol-Version',
+        () => post(key, ping, { 'mcp-protocol-version': '1999-01-01' }),
+        400,
+        -32000,
+      ],
+      ['a content type other than JSON', () => post(key, ping, { 'content-type': 'text/plain' }), 400, 'bad_request'],
+      ['no key', () => post(undefined, ping), 401, 'not_authenticated'],
+      ['an unknown key', () => post('wsk_unknown', ping), 401, 'invalid_api_key'],
+      ['an Origin not allowed', () => post(key, ping, { origin: 'https://evil.example' }), 403, 'forbidden_origin'],
+      ['Accept without text/event-stream', () => post(key, ping, { accept: 'application/json' }), 406, -32000],
+      ['no Accept', () => post(key, ping, { accept: '' }), 406, -32000],
+      [
+        'a body over BODY_LIMIT_BYTES',
+        () => post(key, ping.replace('}', `,"x":"${'y'.repeat(70_000)}"}`)),
+        413,
+        'request_too_large',
+      ],
+      [
+        'an Idempotency-Key over 255 characters',
+        () => post(key, ping, { 'idempotency-key': 'k'.repeat(256) }),
+        422,
+        'validation_error',
+      ],
+      [
+        'an Idempotency-Key used with another body',
+        () => post(key, '{"jsonrpc":"2.0","id":2,"method":"ping"}', { 'idempotency-key': 'used' }),
+        409,
+        'conflict',
+      ],
+    ];
+    expect((await post(key, ping, { 'idempotency-key': 'used' })).statusCode).toBe(200);
+    for (const [name, send, status, code] of table) {
+      const r = await send();
+      const text = r.body;
+      expect(r.statusCode, `${name}: ${text.slice(0, 200)}`).toBe(status);
+      expectDeclaredAnswer('POST', '/api/v1/mcp', { status: r.statusCode, headers: r.headers, text });
+      if (typeof code === 'number') expect(JSON.parse(text).error.code, name).toBe(code);
+      if (typeof code === 'string') expect(JSON.parse(text).error.code, name).toBe(code);
+    }
+  });
+
+  it('GET: the stream is declared as text/event-stream; its refusals are declared', async () => {
+    const { key } = await t.tenant();
+    const stream = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/mcp',
+      headers: { 'x-api-key': key },
+      payloadAsStream: true,
+    });
+    expect(stream.statusCode).toBe(200);
+    stream.stream().destroy();
+    expectDeclaredAnswer('GET', '/api/v1/mcp', { status: 200, headers: stream.headers, text: '(a stream)' });
+    for (const [headers, status] of [
+      [{}, 401],
+      [{ 'x-api-key': key, origin: 'https://evil.example' }, 403],
+    ] as const) {
+      const r = await t.call({ url: '/api/v1/mcp', headers });
+      expect(r.status).toBe(status);
+      expectDeclaredAnswer('GET', '/api/v1/mcp', r);
+    }
+    // No other method is served (Streamable HTTP's DELETE ends a session; there are none).
+    expect(Object.keys(doc.paths['/api/v1/mcp']).sort()).toEqual(['get', 'post']);
+    expect((await t.call({ method: 'DELETE', url: '/api/v1/mcp', key })).status).toBe(404);
+  });
+});
+
+describe('a rate-limited answer is declared', () => {
+  let limited: TestApp;
+  let key: string;
+  beforeAll(async () => {
+    limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    ({ key } = await limited.tenant());
+    // Past the budget: the tenant and key creation above spent two requests, this the third.
+    await limited.call({ url: '/api/v1/apps', key });
+  });
+  afterAll(() => limited.close());
+
+  const requests: [string, string, Parameters<TestApp['call']>[0]][] = [
+    ['POST', '/api/v1/mcp', { method: 'POST', url: '/api/v1/mcp', body: { jsonrpc: '2.0', id: 1, method: 'ping' } }],
+    ['GET', '/api/v1/mcp', { url: '/api/v1/mcp' }],
+  ];
+  for (const [method, path, request] of requests) {
+    it(`${method} ${path}: 429 rate_limit_exceeded`, async () => {
+      const r = await limited.call({
+        ...request,
+        key,
+        headers: { accept: 'application/json, text/event-stream', ...request.headers },
+      });
+      expect(r.status).toBe(429);
+      expect(r.body.error.code).toBe('rate_limit_exceeded');
+      expectDeclaredAnswer(method, path, r);
+    });
+  }
 });

@@ -2283,6 +2283,18 @@ export interface components {
                 type: string;
             };
         };
+        /** JsonRpcError */
+        JsonRpcError: {
+            error: {
+                /** @description JSON-RPC error code: -32700 parse error, -32600 invalid request, … */
+                code: number;
+                data?: unknown;
+                message: string;
+            };
+            id: string | number | null;
+            /** @enum {string} */
+            jsonrpc: "2.0";
+        };
     };
     responses: never;
     parameters: never;
@@ -9674,12 +9686,59 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The stream: a heartbeat comment every SSE_HEARTBEAT_MS, and as yet no messages. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
         };
     };
@@ -9695,8 +9754,45 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The request's JSON-RPC answer, or the array of a batch's answers. */
             200: {
+                headers: {
+                    /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: {
+                            /** @description JSON-RPC error code: -32700 parse error, -32600 invalid request, … */
+                            code: number;
+                            data?: unknown;
+                            message: string;
+                        };
+                        id: string | number | null;
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        error?: {
+                            /** @description JSON-RPC error code: -32700 parse error, -32600 invalid request, … */
+                            code: number;
+                            data?: unknown;
+                            message: string;
+                        };
+                        id: string | number | null;
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        result?: {
+                            [key: string]: unknown;
+                        };
+                    }[];
+                };
+            };
+            /** @description Only notifications or responses were sent: accepted, no body. */
+            202: {
                 headers: {
                     /** @description `true` when this answer is a replay of the first one under the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
@@ -9704,8 +9800,80 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description A JSON-RPC error (`id: null`): -32700 a body that is not JSON or not UTF-8, or a message that is not JSON-RPC; -32600 an invalid request (not JSON-RPC 2.0, an empty batch, a batch over 100 or under protocol 2025-06-18 or later, an initialize in a batch); -32000 an unsupported MCP-Protocol-Version. A content type other than JSON: the error body, `bad_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcError"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcError"];
+                };
+            };
             /** @description Idempotency-Key reused with another request, or while the first runs */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An Idempotency-Key that is not 1 to 255 characters (`validation_error`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Default Response */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

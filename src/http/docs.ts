@@ -107,6 +107,10 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
         description: 'Idempotency-Key reused with another request, or while the first runs',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       };
+      responses['422'] ??= {
+        description: 'An Idempotency-Key that is not 1 to 255 characters (`validation_error`)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
       for (const [status, response] of Object.entries(responses)) {
         if (!/^2/.test(status)) continue;
         response.headers = {

@@ -13,6 +13,7 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
@@ -47,6 +48,66 @@ const INSTRUCTIONS =
   "workflows, analytics and the agent. You see only the tools your API key's scopes allow. Errors come " +
   'back as tool errors (isError) whose text is the JSON {"error": {type, code, message, param, doc_url}}.';
 
+const JsonRpcId = Type.Union([Type.String(), Type.Number(), Type.Null()]);
+const JsonRpcErrorObject = Type.Object({
+  code: Type.Integer({ description: 'JSON-RPC error code: -32700 parse error, -32600 invalid request, …' }),
+  message: Type.String(),
+  data: Type.Optional(Type.Unknown()),
+});
+
+/** The JSON-RPC 2.0 error shape, in which the transport's refusals are answered (not the REST error body). */
+export const JsonRpcErrorSchema = Type.Object(
+  { jsonrpc: Type.Literal('2.0'), error: JsonRpcErrorObject, id: JsonRpcId },
+  { $id: 'JsonRpcError', title: 'JsonRpcError' },
+);
+
+const JsonRpcAnswer = Type.Object(
+  {
+    jsonrpc: Type.Literal('2.0'),
+    id: JsonRpcId,
+    result: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    error: Type.Optional(JsonRpcErrorObject),
+  },
+  { title: 'JsonRpcResponse' },
+);
+
+// What the endpoint answers, for the document: the transport's JSON-RPC answers and refusals, and
+// the REST error body for what is refused before JSON-RPC is read (src/http/docs.ts adds headers).
+const ErrorRef = Type.Ref('Error');
+const JsonRpcErrorRef = Type.Ref('JsonRpcError');
+const POST_RESPONSES = {
+  200: Type.Union([JsonRpcAnswer, Type.Array(JsonRpcAnswer)], {
+    description: "The request's JSON-RPC answer, or the array of a batch's answers.",
+  }),
+  202: Type.Null({ description: 'Only notifications or responses were sent: accepted, no body.' }),
+  400: Type.Union([JsonRpcErrorRef, ErrorRef], {
+    description:
+      'A JSON-RPC error (`id: null`): -32700 a body that is not JSON or not UTF-8, or a message that is not JSON-RPC; ' +
+      '-32600 an invalid request (not JSON-RPC 2.0, an empty batch, a batch over 100 or under protocol 2025-06-18 ' +
+      'or later, an initialize in a batch); -32000 an unsupported MCP-Protocol-Version. A content type other than ' +
+      'JSON: the error body, `bad_request`.',
+  }),
+  401: ErrorRef,
+  403: ErrorRef,
+  406: Type.Ref('JsonRpcError', {
+    description: 'Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000.',
+  }),
+  413: ErrorRef,
+  429: ErrorRef,
+  500: ErrorRef,
+};
+const GET_RESPONSES = {
+  200: {
+    description: 'The stream: a heartbeat comment every SSE_HEARTBEAT_MS, and as yet no messages.',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  },
+  401: ErrorRef,
+  403: ErrorRef,
+  413: ErrorRef,
+  429: ErrorRef,
+  500: ErrorRef,
+};
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Authenticate with X-API-Key without a scope of its own (the MCP endpoint checks per tool). */
@@ -72,6 +133,7 @@ export function registerMcpRoutes(
   deps: { operations: Operation[]; services: Services; config: Config; redis?: Redis | undefined; namespace: string },
 ): void {
   const { config, services } = deps;
+  app.addSchema(JsonRpcErrorSchema);
   const tools = buildTools(deps.operations);
   // One validator for every per-request server: the SDK would otherwise build an Ajv instance for
   // each (a quarter of a tool call's CPU), though it validates nothing here (no elicitation).
@@ -170,6 +232,7 @@ export function registerMcpRoutes(
             'MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, ' +
             'tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.',
           security: [{ ScopedAPIKeyAuth: [] }],
+          response: POST_RESPONSES,
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
@@ -238,6 +301,7 @@ export function registerMcpRoutes(
           summary: 'MCP server-to-client stream (SSE)',
           description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id.`,
           security: [{ ScopedAPIKeyAuth: [] }],
+          response: GET_RESPONSES,
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
