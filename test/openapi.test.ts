@@ -5,7 +5,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../src/operations/index.js';
-import { type CallResult, startTestApp, type TestApp } from './helpers.js';
+import { ADMIN_TOKEN, type CallResult, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
 // biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
@@ -290,6 +290,8 @@ describe('a rate-limited answer is declared', () => {
   const requests: [string, string, Parameters<TestApp['call']>[0]][] = [
     ['POST', '/api/v1/mcp', { method: 'POST', url: '/api/v1/mcp', body: { jsonrpc: '2.0', id: 1, method: 'ping' } }],
     ['GET', '/api/v1/mcp', { url: '/api/v1/mcp' }],
+    ['GET', '/api/v1/apps', { url: '/api/v1/apps' }],
+    ['GET', '/admin/v1/tenants', { url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }],
   ];
   for (const [method, path, request] of requests) {
     it(`${method} ${path}: 429 rate_limit_exceeded`, async () => {
@@ -303,4 +305,29 @@ describe('a rate-limited answer is declared', () => {
       expectDeclaredAnswer(method, path, r);
     });
   }
+});
+
+describe('the control plane declares what every route of it answers', () => {
+  it('a body over BODY_LIMIT_BYTES answers 413, declared', async () => {
+    const r = await t.call({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: { tenant_id: 'too-large', name: 'x'.repeat(70_000) },
+    });
+    expect(r.status).toBe(413);
+    expectDeclaredAnswer('POST', '/admin/v1/tenants', r);
+  });
+
+  it('every /admin/v1 operation declares 400, 401, 413, 422, 429 and 500', () => {
+    const admin = Object.entries(doc.paths).filter(([path]) => path.startsWith('/admin/v1/'));
+    expect(admin.length).toBeGreaterThan(5);
+    for (const [path, item] of admin) {
+      for (const [method, operation] of Object.entries(item as Record<string, { responses: object }>)) {
+        for (const status of ['400', '401', '413', '422', '429', '500']) {
+          expect(operation.responses, `${method} ${path}`).toHaveProperty(status);
+        }
+      }
+    }
+  });
 });

@@ -78,9 +78,18 @@ const NewOwner = Type.Object({ ...Owner.properties, password: OwnerPassword }, {
 const TenantParams = Type.Object({ tenant_id: Type.String({ pattern: TENANT_ID_PATTERN }) });
 const KeyParams = Type.Object({ key_id: Uuid });
 
+/** What every control-plane route can answer (the body limit and the rate limit apply here too), and its own. */
 function responses(success: Record<number, TSchema>, ...codes: (keyof typeof ERROR_CATALOGUE)[]) {
   const out: Record<number, TSchema> = { ...success };
-  for (const code of ['bad_request', 'not_authenticated', 'validation_error', 'internal_error', ...codes] as const) {
+  const common = [
+    'bad_request',
+    'not_authenticated',
+    'validation_error',
+    'request_too_large',
+    'rate_limit_exceeded',
+    'internal_error',
+  ] as const;
+  for (const code of [...common, ...codes]) {
     out[ERROR_CATALOGUE[code].status] = Type.Ref('Error');
   }
   return out;
