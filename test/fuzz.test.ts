@@ -131,7 +131,9 @@ function variants(op: Op, salt: number): Variant[] {
 }
 
 function responseSchema(op: Op, status: number): JsonSchema | undefined {
-  const response = op.spec.responses?.[String(status)];
+  let response = op.spec.responses?.[String(status)];
+  // A response declared once for many operations (`#/components/responses/Error404`).
+  if (typeof response?.$ref === 'string') response = doc.components.responses[response.$ref.split('/').pop()];
   return response?.content?.['application/json']?.schema;
 }
 

@@ -67,7 +67,11 @@ describe('OpenAPI document', () => {
         post.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key'),
         path,
       ).toMatchObject({ in: 'header', required: false, schema: { minLength: 1, maxLength: 255 } });
-      const success = Object.keys(post.responses).filter((status) => status.startsWith('2'));
+      // Every success with a body (an empty 202 is not stored, so never replayed).
+      const success = Object.keys(post.responses).filter(
+        (status) => status.startsWith('2') && post.responses[status].content,
+      );
+      expect(success.length, path).toBeGreaterThan(0);
       for (const status of success) expect(post.responses[status].headers?.['Idempotent-Replayed'], path).toBeDefined();
       expect(post.responses['409'], path).toBeDefined();
     }
@@ -139,6 +143,16 @@ function expectDeclaredAnswer(method: string, path: string, r: Pick<CallResult, 
     const content = response.content?.[media];
     expect(content, `${where}: ${media} not declared`).toBeDefined();
     if (media === 'application/json') expect(matches(content.schema, JSON.parse(r.text)), where).toBeUndefined();
+  }
+  // The headers the README promises, when the answer carries them, are declared (by reference).
+  for (const name of ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']) {
+    if (r.headers[name.toLowerCase()] === undefined) continue;
+    expect(response.headers?.[name], `${where}: ${name} not declared`).toEqual({
+      $ref: `#/components/headers/${name}`,
+    });
+  }
+  if (r.headers['idempotent-replayed'] !== undefined) {
+    expect(response.headers?.['Idempotent-Replayed'], `${where}: Idempotent-Replayed not declared`).toBeDefined();
   }
   return response;
 }
@@ -327,6 +341,91 @@ describe('the control plane declares what every route of it answers', () => {
         for (const status of ['400', '401', '413', '422', '429', '500']) {
           expect(operation.responses, `${method} ${path}`).toHaveProperty(status);
         }
+      }
+    }
+  });
+});
+
+describe('response headers', () => {
+  it('are declared once, under components.headers', () => {
+    expect(Object.keys(doc.components.headers).sort()).toEqual([
+      'Idempotent-Replayed',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'Retry-After',
+      'X-Request-Id',
+    ]);
+  });
+
+  it('every response of every operation declares X-Request-Id and RateLimit-*, and every 429 Retry-After', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item as Record<string, { responses: object }>)) {
+        for (const status of Object.keys(operation.responses)) {
+          const headers = declared(method, path, Number(status)).headers ?? {};
+          const names = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+          if (status === '429') names.push('Retry-After');
+          for (const name of names) expect(headers[name], `${method} ${path} ${status} ${name}`).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('an answer carries X-Request-Id and RateLimit-*, declared for it; a success and an error alike', async () => {
+    const { key } = await t.tenant();
+    for (const [url, status] of [
+      ['/api/v1/apps', 200],
+      [`/api/v1/workflows/${UNKNOWN_ID}`, 404],
+    ] as const) {
+      const r = await t.call({ url, key });
+      expect(r.status).toBe(status);
+      for (const name of ['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']) {
+        expect(r.headers[name], `${url} ${name}`).toBeDefined();
+      }
+      expectDeclaredAnswer('GET', url === '/api/v1/apps' ? url : '/api/v1/workflows/{workflow_id}', r);
+    }
+  });
+
+  it('a replayed answer, a 4xx as a 2xx, carries Idempotent-Replayed, which its response declares', async () => {
+    const { key } = await t.tenant();
+    const replays: [string, unknown, number][] = [
+      ['/api/v1/apps', { name: 'replayed' }, 201],
+      ['/api/v1/messages', { content: 'hello', conversation_id: UNKNOWN_ID }, 404],
+      ['/api/v1/apps', { name: 'replayed' }, 409],
+      ['/api/v1/tasks', { title: 'x', assignee_id: UNKNOWN_ID }, 422],
+      ['/api/v1/mcp', { a: 1 }, 400],
+    ];
+    for (const [index, [url, body, status]] of replays.entries()) {
+      const headers = { 'idempotency-key': `replay-${index}`, accept: 'application/json, text/event-stream' };
+      const first = await t.call({ method: 'POST', url, key, body, headers });
+      expect(first.status, `${url} ${first.text}`).toBe(status);
+      const again = await t.call({ method: 'POST', url, key, body, headers });
+      expect(again.status).toBe(status);
+      expect(again.headers['idempotent-replayed'], url).toBe('true');
+      expectDeclaredAnswer('POST', url, again);
+    }
+    // An empty answer is not stored: a repeat runs again, and its 202 is declared without the header.
+    const notification = { jsonrpc: '2.0', method: 'notifications/initialized' };
+    const headers = { 'idempotency-key': 'replay-empty', accept: 'application/json, text/event-stream' };
+    await t.call({ method: 'POST', url: '/api/v1/mcp', key, body: notification, headers });
+    const again = await t.call({ method: 'POST', url: '/api/v1/mcp', key, body: notification, headers });
+    expect(again.status).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect(declared('POST', '/api/v1/mcp', 202).headers['Idempotent-Replayed']).toBeUndefined();
+  });
+
+  it('Idempotent-Replayed is declared only on operations that take an Idempotency-Key', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(
+        item as Record<string, { parameters?: { name: string }[]; responses: object }>,
+      )) {
+        const keyed = operation.parameters?.some((p) => p.name === 'Idempotency-Key') ?? false;
+        const replayable = Object.keys(operation.responses).filter(
+          (status) => declared(method, path, Number(status)).headers?.['Idempotent-Replayed'],
+        );
+        if (!keyed) expect(replayable, `${method} ${path}`).toEqual([]);
+        // Never on a refusal before the operation runs, nor on a 5xx: those are not stored.
+        else for (const status of ['401', '403', '413', '429', '500']) expect(replayable).not.toContain(status);
       }
     }
   });

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { openApiWebhooks } from '../domain/webhooks/event-types.js';
 import type { Operation } from '../operations/registry.js';
 import { ERROR_CATALOGUE } from './errors.js';
+import { NOT_STORED_STATUSES } from './idempotency.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -39,7 +40,7 @@ export async function registerOpenApi(
     },
     transformObject: (documents) =>
       'openapiObject' in documents
-        ? withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations)))
+        ? withResponseHeaders(withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations))))
         : documents.swaggerObject,
   });
 }
@@ -78,10 +79,14 @@ function withEventStreams<T extends { paths?: unknown }>(document: T, operations
   return document;
 }
 
+const headerRef = (name: keyof typeof RESPONSE_HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
 /**
  * What src/http/idempotency.ts does, in the document: every POST taking an API key takes an
- * `Idempotency-Key` header, and a replayed answer carries `Idempotent-Replayed`. And a body none
- * of whose fields is required may be left out (it reads as `{}`).
+ * `Idempotency-Key` header, and an answer that may be a replay carries `Idempotent-Replayed`:
+ * any with a body the operation itself gave (not a 5xx, nor a refusal before it ran:
+ * NOT_STORED_STATUSES), so not the 409 or 422 that only the key's own checks answer. And a body none of whose fields is
+ * required may be left out (it reads as `{}`).
  */
 function withIdempotency<T extends { paths?: unknown }>(document: T): T {
   for (const item of Object.values((document.paths ?? {}) as Record<string, Record<string, DocumentedOperation>>)) {
@@ -103,6 +108,11 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
         },
       ];
       const responses = operation.responses ?? {};
+      for (const [status, response] of Object.entries(responses)) {
+        if (Number(status) >= 500 || NOT_STORED_STATUSES.includes(Number(status))) continue;
+        if (response.content === undefined) continue; // an empty answer (202) is not stored either
+        response.headers = { ...response.headers, 'Idempotent-Replayed': headerRef('Idempotent-Replayed') };
+      }
       responses['409'] ??= {
         description: 'Idempotency-Key reused with another request, or while the first runs',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -111,18 +121,83 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
         description: 'An Idempotency-Key that is not 1 to 255 characters (`validation_error`)',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       };
-      for (const [status, response] of Object.entries(responses)) {
-        if (!/^2/.test(status)) continue;
-        response.headers = {
-          ...response.headers,
-          'Idempotent-Replayed': {
-            description: '`true` when this answer is a replay of the first one under the same Idempotency-Key.',
-            schema: { type: 'string', enum: ['true'] },
-          },
-        };
-      }
     }
   }
+  return document;
+}
+
+/** The response headers the server sends (README: Rate limits, Request ids, Idempotency), declared once. */
+const RESPONSE_HEADERS = {
+  'X-Request-Id': {
+    description:
+      'On every answer: the request’s own `X-Request-Id` when well formed (`[A-Za-z0-9._:-]{1,128}`), else a new ' +
+      'UUID; the server’s log lines carry the same id.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Limit': {
+    description: 'Requests a client IP may make in a window of a minute (RATE_LIMIT_PER_MINUTE).',
+    schema: { type: 'integer' },
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left to this client IP in the current window.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'RateLimit-Reset': { description: 'Seconds until the current window ends.', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': { description: 'Whole seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  'Idempotent-Replayed': {
+    description: '`true` when this answer is a replay of the first one under the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
+
+type DocumentedResponse = NonNullable<DocumentedOperation['responses']>[string];
+
+/** A response that is the spec's error body and nothing else of its own. */
+const isPlainError = (response: DocumentedResponse) =>
+  Object.keys(response).every((key) => ['description', 'content', 'headers'].includes(key)) &&
+  JSON.stringify(response.content) ===
+    JSON.stringify({ 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }) &&
+  Object.keys(response.headers ?? {}).every((name) => name === 'Idempotent-Replayed');
+
+/**
+ * Every documented operation is rate-limited, so each of its answers carries `X-Request-Id` and
+ * `RateLimit-*`, and a 429 `Retry-After`: the headers are declared once (`components.headers`)
+ * and referred to. The error answers, most of the document's responses, are declared once per
+ * status (`components.responses.Error<status>`, and `Error<status>Replayable` where the answer
+ * may be a replay under an Idempotency-Key) and referred to, which keeps the document small.
+ */
+function withResponseHeaders<T extends { paths?: unknown }>(document: T): T {
+  const errors: Record<string, unknown> = {};
+  const headersOf = (status: string, headers: Record<string, unknown> = {}) => ({
+    'X-Request-Id': headerRef('X-Request-Id'),
+    'RateLimit-Limit': headerRef('RateLimit-Limit'),
+    'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+    'RateLimit-Reset': headerRef('RateLimit-Reset'),
+    ...(status === '429' ? { 'Retry-After': headerRef('Retry-After') } : {}),
+    ...headers,
+  });
+  const sharedError = (status: string, response: DocumentedResponse) => {
+    const name = `Error${status}${response.headers?.['Idempotent-Replayed'] ? 'Replayable' : ''}`;
+    const codes = Object.entries(ERROR_CATALOGUE).flatMap(([code, e]) => (String(e.status) === status ? [code] : []));
+    errors[name] ??= {
+      description: `The error body; \`code\` is ${codes.length > 1 ? 'one of ' : ''}${codes.map((code) => `\`${code}\``).join(', ')} (see /docs/errors).`,
+      headers: headersOf(status, response.headers),
+      content: response.content,
+    };
+    return { $ref: `#/components/responses/${name}` };
+  };
+  for (const [, operation] of operationsOf(document)) {
+    const responses = (operation.responses ?? {}) as Record<string, DocumentedResponse | { $ref: string }>;
+    for (const [status, response] of Object.entries(responses) as [string, DocumentedResponse][]) {
+      if (Number(status) >= 400 && isPlainError(response)) responses[status] = sharedError(status, response);
+      else response.headers = headersOf(status, response.headers);
+    }
+  }
+  const withComponents = document as { components?: Record<string, Record<string, unknown>> };
+  withComponents.components ??= {};
+  const components = withComponents.components;
+  components.headers = { ...components.headers, ...RESPONSE_HEADERS };
+  components.responses = { ...components.responses, ...errors };
   return document;
 }
 
