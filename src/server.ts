@@ -226,7 +226,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // hangs on them (run jobs stop their own turns when the queue stops them, see above).
   app.addHook('preClose', async () => services.agent.close());
 
-  await registerOpenApi(app, { operations: OPERATIONS });
+  await registerOpenApi(app, { operations: OPERATIONS, config });
   if (redis) reportRedisOutages(redis, app.log);
   registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,

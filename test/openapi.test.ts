@@ -294,12 +294,26 @@ describe('a rate-limited answer is declared', () => {
   let limited: TestApp;
   let key: string;
   beforeAll(async () => {
-    limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    limited = await startTestApp({
+      RATE_LIMIT_PER_MINUTE: '3',
+      BASE_DOMAIN: 'workspace.example',
+      PUBLIC_URL: 'https://api.workspace.example',
+    });
     ({ key } = await limited.tenant());
     // Past the budget: the tenant and key creation above spent two requests, this the third.
     await limited.call({ url: '/api/v1/apps', key });
   });
   afterAll(() => limited.close());
+
+  it('the servers follow BASE_DOMAIN, and PUBLIC_URL when it is set (the document is not limited)', async () => {
+    const own = (await limited.call({ url: '/api/v1/openapi.json' })).body;
+    expect(own.servers.map((server: { url: string }) => server.url)).toEqual([
+      'https://{tenant_id}.{base_domain}',
+      'https://api.workspace.example',
+      '/',
+    ]);
+    expect(own.servers[0].variables.base_domain.default).toBe('workspace.example');
+  });
 
   const requests: [string, string, Parameters<TestApp['call']>[0]][] = [
     ['POST', '/api/v1/mcp', { method: 'POST', url: '/api/v1/mcp', body: { jsonrpc: '2.0', id: 1, method: 'ping' } }],
@@ -428,5 +442,25 @@ describe('response headers', () => {
         else for (const status of ['401', '403', '413', '429', '500']) expect(replayable).not.toContain(status);
       }
     }
+  });
+});
+
+describe('servers', () => {
+  it("name a tenant's own host, https://{tenant_id}.{base_domain}, and the host serving the document", () => {
+    expect(doc.servers[0]).toMatchObject({
+      url: 'https://{tenant_id}.{base_domain}',
+      variables: { tenant_id: { default: 'demo' }, base_domain: { default: t.config.baseDomain } },
+    });
+    expect(doc.servers.at(-1).url).toBe('/');
+  });
+
+  it("a tenant's host serves its keys and refuses another tenant's; a bare host serves the key's tenant", async () => {
+    const mine = await t.tenant();
+    const theirs = await t.tenant();
+    const host = (tenantId: string) => `${tenantId}.${t.config.baseDomain}`;
+    const on = (hostName: string, key: string) => t.call({ url: '/api/v1/apps', key, headers: { host: hostName } });
+    expect((await on(host(mine.tenantId), mine.key)).status).toBe(200);
+    expect((await on(host(mine.tenantId), theirs.key)).status).toBe(401);
+    expect((await on(t.config.baseDomain, theirs.key)).status).toBe(200);
   });
 });

@@ -4,6 +4,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
 import { openApiWebhooks } from '../domain/webhooks/event-types.js';
 import type { Operation } from '../operations/registry.js';
 import { ERROR_CATALOGUE } from './errors.js';
@@ -13,11 +14,12 @@ export const API_VERSION = '1.0.0';
 
 export async function registerOpenApi(
   app: FastifyInstance,
-  { operations }: { operations: Operation[] },
+  { operations, config }: { operations: Operation[]; config: Pick<Config, 'baseDomain' | 'publicUrl'> },
 ): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
+      servers: servers(config),
       info: {
         title: 'Workspace API',
         version: API_VERSION,
@@ -43,6 +45,33 @@ export async function registerOpenApi(
         ? withResponseHeaders(withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations))))
         : documents.swaggerObject,
   });
+}
+
+/**
+ * Where the paths are served (README: Tenancy): `{base_url}`, a tenant's own host, first, as the
+ * spec has it; then PUBLIC_URL when this deployment knows its public origin; then the host this
+ * document was read from (a relative URL), on which the interactive reference tries requests.
+ */
+function servers({ baseDomain, publicUrl }: Pick<Config, 'baseDomain' | 'publicUrl'>) {
+  const anyHost =
+    "On a host that names no tenant (BASE_DOMAIN itself, localhost, an IP address) the key's tenant is used.";
+  return [
+    {
+      url: 'https://{tenant_id}.{base_domain}',
+      description:
+        `A tenant's own host ({base_url}): the key must belong to that tenant. ${anyHost} ` +
+        'The control plane (/admin/v1) answers on any of these hosts.',
+      variables: {
+        tenant_id: {
+          default: 'demo',
+          description: 'The tenant id: lowercase letters, digits and hyphens (the first start makes `demo`).',
+        },
+        base_domain: { default: baseDomain, description: "The deployment's BASE_DOMAIN." },
+      },
+    },
+    ...(publicUrl ? [{ url: publicUrl, description: `This deployment's public origin (PUBLIC_URL). ${anyHost}` }] : []),
+    { url: '/', description: `The host serving this document. ${anyHost}` },
+  ];
 }
 
 interface DocumentedOperation {
