@@ -15,7 +15,12 @@ import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typesc
 import type { components, paths } from './schema.js';
 
 export type { components, paths };
-/** The named schemas of the API (`Schemas['App']`, `Schemas['Source']`, …). */
+/**
+ * The named schemas of the API: `Schemas['Error']` (the error body) and `Schemas['JsonRpcError']`
+ * (the MCP endpoint's refusals). Resources are declared inline in their operations: name them by
+ * path and method, `ResponseOf<'/api/v1/apps', 'post'>` (an app), `ItemOf<'/api/v1/documents'>`
+ * (a document).
+ */
 export type Schemas = components['schemas'];
 
 /** The spec's error body: `{"error": {type, code, message, param?, doc_url, event_id?}}`. */
