@@ -116,6 +116,33 @@ describe('job queue', () => {
     expect(await jobRow(first.id)).toMatchObject({ status: 'succeeded', attempts: 1, follow_up: false });
   });
 
+  it('a follow-up asked of a running job on its last attempt runs even if that attempt fails: not failed for good', async () => {
+    const q = queue();
+    const kind = uniqueKind('follow-up-failed');
+    let runs = 0;
+    const failures: string[] = [];
+    q.register(
+      kind,
+      async () => {
+        runs++;
+        if (runs === 1) throw new Error('the last attempt fails');
+      },
+      { onFailed: async (_job, error) => void failures.push(error) },
+    );
+    const first = await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'ff', maxAttempts: 1 });
+    const claimed = await q.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    expect(await q.enqueue(t.database.db, { kind, tenantId, dedupeKey: 'ff', followUp: true })).toMatchObject({
+      followUp: true,
+    });
+    await q.run(claimed);
+    expect(await jobRow(first.id)).toMatchObject({ status: 'queued', attempts: 0, follow_up: false });
+    expect(failures).toEqual([]);
+    await q.runUntilIdle();
+    expect(runs).toBe(2);
+    expect(await jobRow(first.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
   it('enqueueing joins the caller’s transaction: a rolled-back enqueue leaves no job', async () => {
     const q = queue();
     const kind = uniqueKind('trx');

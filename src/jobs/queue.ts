@@ -241,15 +241,39 @@ export function createJobQueue(options: JobQueueOptions) {
 
   /** Writes to a claimed job only while this worker still holds its lease; false when it does not. */
   async function updateHeld(claimed: Claim, changes: UpdateObject<Database, 'jobs'>): Promise<boolean> {
-    const result = await db
+    return (await updateHeldStatus(claimed, changes)) !== undefined;
+  }
+
+  /** As `updateHeld`, answering the status written (undefined when the lease had passed on). */
+  async function updateHeldStatus(
+    claimed: Claim,
+    changes: UpdateObject<Database, 'jobs'>,
+  ): Promise<JobStatus | undefined> {
+    const row = await db
       .updateTable('jobs')
       .set({ ...changes, updated_at: sql`now()` })
       .where('id', '=', claimed.job.id)
       .where('lock_token', '=', claimed.token)
       .where('status', '=', 'running')
+      .returning('status')
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return row?.status;
   }
+
+  /**
+   * The end of a run as `status`, or, when a follow-up was asked for (`follow_up`), the job queued
+   * again in its place, due at once with its attempts unused: the run asked for comes after this
+   * one, whichever way this one ended.
+   */
+  const endedOrFollowedUp = (status: 'succeeded' | 'failed'): UpdateObject<Database, 'jobs'> => ({
+    status: sql<JobStatus>`case when follow_up then 'queued' else ${status} end`,
+    attempts: sql<number>`case when follow_up then 0 else attempts end`,
+    run_at: sql<Date>`case when follow_up then now() else run_at end`,
+    lock_token: sql<string | null>`case when follow_up then null else lock_token end`,
+    finished_at: sql<Date | null>`case when follow_up then null else now() end`,
+    follow_up: false,
+    locked_until: null,
+  });
 
   function heartbeat(claimed: Claim): Promise<boolean> {
     return updateHeld(claimed, { locked_until: sql`now() + ${`${cfg.leaseMs} milliseconds`}::interval` });
@@ -260,37 +284,28 @@ export function createJobQueue(options: JobQueueOptions) {
    * attempts unused. False when the lease had passed to another worker (nothing is written).
    */
   function complete(claimed: Claim): Promise<boolean> {
-    return updateHeld(claimed, {
-      status: sql<JobStatus>`case when follow_up then 'queued' else 'succeeded' end`,
-      attempts: sql<number>`case when follow_up then 0 else attempts end`,
-      run_at: sql<Date>`case when follow_up then now() else run_at end`,
-      lock_token: sql<string | null>`case when follow_up then null else lock_token end`,
-      finished_at: sql<Date | null>`case when follow_up then null else now() end`,
-      follow_up: false,
-      locked_until: null,
-      last_error: null,
-    });
+    return updateHeld(claimed, { ...endedOrFollowedUp('succeeded'), last_error: null });
   }
 
+  /** A failed run: retried, or on its last attempt failed for good (unless a follow-up was asked for). */
   async function fail(claimed: Claim, error: unknown): Promise<'retry' | 'failed' | 'lost'> {
     const message = describe(error);
-    const final = claimed.job.attempts >= claimed.job.maxAttempts;
-    const held = await updateHeld(
-      claimed,
-      final
-        ? { status: 'failed', locked_until: null, last_error: message, finished_at: sql`now()` }
-        : {
-            status: 'queued',
-            // The retry runs the job again anyway.
-            follow_up: false,
-            locked_until: null,
-            lock_token: null,
-            last_error: message,
-            run_at: sql`now() + ${`${backoff(claimed.job.attempts)} milliseconds`}::interval`,
-          },
-    );
+    if (claimed.job.attempts >= claimed.job.maxAttempts) {
+      const status = await updateHeldStatus(claimed, { ...endedOrFollowedUp('failed'), last_error: message });
+      if (status === undefined) return 'lost';
+      return status === 'failed' ? 'failed' : 'retry';
+    }
+    const held = await updateHeld(claimed, {
+      status: 'queued',
+      // The retry runs the job again anyway.
+      follow_up: false,
+      locked_until: null,
+      lock_token: null,
+      last_error: message,
+      run_at: sql`now() + ${`${backoff(claimed.job.attempts)} milliseconds`}::interval`,
+    });
     if (!held) return 'lost';
-    return final ? 'failed' : 'retry';
+    return 'retry';
   }
 
   /**
@@ -464,6 +479,7 @@ export function createJobQueue(options: JobQueueOptions) {
       const marked = await executor
         .updateTable('jobs')
         .set({ follow_up: true })
+        .where('tenant_id', '=', input.tenantId)
         .where('id', '=', existing.id)
         .where('status', '=', 'running')
         .executeTakeFirst();
