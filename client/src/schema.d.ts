@@ -3153,7 +3153,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3280,7 +3280,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3441,7 +3441,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3675,7 +3675,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -4214,7 +4214,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4439,7 +4439,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4625,7 +4625,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4926,7 +4926,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5081,7 +5081,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5543,7 +5543,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5630,7 +5630,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5748,7 +5748,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6003,7 +6003,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6081,7 +6081,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6274,7 +6274,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6358,7 +6358,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6429,7 +6429,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6537,7 +6537,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6637,7 +6637,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6903,7 +6903,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7040,7 +7040,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7114,7 +7114,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7247,7 +7247,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7425,7 +7425,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7618,7 +7618,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7807,7 +7807,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8031,7 +8031,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8357,7 +8357,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8520,7 +8520,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8607,7 +8607,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8725,7 +8725,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8999,7 +8999,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9123,7 +9123,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -9356,7 +9356,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9536,7 +9536,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9917,7 +9917,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -10180,7 +10180,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10374,7 +10374,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10518,7 +10518,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -10843,7 +10843,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10977,7 +10977,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`. */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;

@@ -132,7 +132,8 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
           description:
             'Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat ' +
             'with the same path and body; the same key with another request, or while the first runs, answers ' +
-            '409 `conflict`.',
+            '409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with ' +
+            '`param: "Idempotency-Key"`).',
           schema: { type: 'string', minLength: 1, maxLength: 255 },
         },
       ];
@@ -142,6 +143,8 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
         if (response.content === undefined) continue; // an empty answer (202) is not stored either
         response.headers = { ...response.headers, 'Idempotent-Replayed': headerRef('Idempotent-Replayed') };
       }
+      // Listed where the operation has no 409 or 422 of its own (their descriptions give way to the
+      // shared error responses' below; the parameter's description says when the key answers them).
       responses['409'] ??= {
         description: 'Idempotency-Key reused with another request, or while the first runs',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
