@@ -127,11 +127,15 @@ describe('database handle', () => {
       t.database.db,
     );
     try {
+      const applied = () =>
+        sql<{ name: string }>`select name from kysely_migration order by name`.execute(t.database.db);
+      const before = (await applied()).rows;
       const refused = await migrateToLatest(t.database.db).catch((error: unknown) => error);
       expect(refused).toMatchObject({
         code: 'EDBNEWER',
         message: expect.stringContaining(`newer version of this server (migrations ${future})`),
       });
+      expect((await applied()).rows).toEqual(before);
     } finally {
       await sql`delete from kysely_migration where name = ${future}`.execute(t.database.db);
     }

@@ -23,6 +23,9 @@
 //   receiver that hangs until the timeout) leave the lane's other slots to the other tenants. The
 //   cap counts this process's own handlers, which it knows exactly; with several processes a
 //   tenant holds at most the cap in each, and every process keeps the rest of its lane for others.
+//   The claim reads the lane's due jobs oldest first and passes over those of capped tenants, so a
+//   capped tenant's backlog ahead of the others' is read through at each claim (an index scan of
+//   its rows: milliseconds for tens of thousands).
 // - A dedupe key admits one queued-or-running job. A request that finds the key's job running can
 //   join it, or ask for a follow-up (`followUp`): the running job's row is marked, and finishing it
 //   queues it again instead. Being the same row, the follow-up never runs alongside it.

@@ -13,7 +13,11 @@ import type { Command, Redis } from 'ioredis';
 
 /** Long enough for a distant Redis behind TLS; a host that drops packets is retried sooner. */
 const CONNECT_TIMEOUT_MS = 2_000;
-/** Redis answers in well under a millisecond on a LAN; a command this late means it is not answering. */
+/**
+ * Redis answers in well under a millisecond on a LAN; a command this late means it is not
+ * answering. (An event loop blocked for longer would time its commands out too, and drop a good
+ * connection: the requests then pass uncounted until it is made again, and an outage is logged.)
+ */
 export const COMMAND_TIMEOUT_MS = 1_000;
 /** ioredis's message for a command past `commandTimeout`. */
 const TIMED_OUT = 'Command timed out';
