@@ -182,14 +182,18 @@ export function createConversationService({ db }: { db: Db }) {
     return byMessage;
   }
 
-  /** A message of a customer's conversation. */
-  async function findMessage(tenantId: string, messageId: string): Promise<MessageRow | undefined> {
+  /** A message of a customer's conversation; with `simulated`, of a simulation case's too. */
+  async function findMessage(
+    tenantId: string,
+    messageId: string,
+    { simulated = false } = {},
+  ): Promise<MessageRow | undefined> {
     return db
       .selectFrom('messages')
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', messageId)
-      .where(isCustomerConversation(tenantId, 'conversation_id'))
+      .$if(!simulated, (query) => query.where(isCustomerConversation(tenantId, 'conversation_id')))
       .executeTakeFirst();
   }
 
@@ -224,12 +228,7 @@ export function createConversationService({ db }: { db: Db }) {
      * simulated conversation's too, which the engine that plays simulations answers with.
      */
     async turnMessage(tenantId: string, messageId: string): Promise<MessageRecord> {
-      const row = await db
-        .selectFrom('messages')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', messageId)
-        .executeTakeFirst();
+      const row = await findMessage(tenantId, messageId, { simulated: true });
       if (!row) throw new NotFoundError('message', messageId);
       return messageRecord(tenantId, row);
     },
