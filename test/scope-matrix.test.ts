@@ -11,7 +11,7 @@ let tenantId: string;
 
 beforeAll(async () => {
   t = await startTestApp();
-  ({ tenantId } = await t.tenant([]));
+  ({ tenantId } = await t.tenant(['apps:read']));
 });
 afterAll(() => t.close());
 
