@@ -143,16 +143,14 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
         if (response.content === undefined) continue; // an empty answer (202) is not stored either
         response.headers = { ...response.headers, 'Idempotent-Replayed': headerRef('Idempotent-Replayed') };
       }
-      // Listed where the operation has no 409 or 422 of its own (their descriptions give way to the
-      // shared error responses' below; the parameter's description says when the key answers them).
-      responses['409'] ??= {
-        description: 'Idempotency-Key reused with another request, or while the first runs',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
-      responses['422'] ??= {
-        description: 'An Idempotency-Key that is not 1 to 255 characters (`validation_error`)',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
+      // Listed where the operation has no 409 or 422 of its own. The shared error responses
+      // (withResponseHeaders) take their place, so the parameter says when the key answers them.
+      for (const status of ['409', '422']) {
+        responses[status] ??= {
+          description: 'See the Idempotency-Key parameter.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
+      }
     }
   }
   return document;
