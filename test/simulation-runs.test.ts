@@ -992,6 +992,26 @@ describe('the LLM judge', () => {
   /** Receives the verdict of a case marked "(judged late)", held until the test sends it. */
   let lateVerdict: ((send: () => void) => void) | undefined;
 
+  /**
+   * A run of one case whose verdict the judge holds back: answers once the case's turn has ended
+   * and been written, with the run, the queue's play of it, and the function that sends the verdict.
+   */
+  async function runJudgedLate(key: string) {
+    const ds = await newDataset(key, undefined, llm);
+    await addCase(
+      key,
+      ds,
+      { question: 'Refunds? (judged late)', expected_type: 'answer', expected_answer: 'About two weeks.' },
+      llm,
+    );
+    const judging = new Promise<() => void>((resolve) => {
+      lateVerdict = resolve;
+    });
+    const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key });
+    const played = llm.jobs.runUntilIdle();
+    return { ds, run, played, sendVerdict: await judging };
+  }
+
   beforeAll(async () => {
     // A scripted OpenAI-compatible server: the agent answers, the judge grades.
     let baseUrl: string;
@@ -1095,21 +1115,9 @@ describe('the LLM judge', () => {
     const call = (method: 'GET' | 'POST', url: string, body?: unknown) => llm.call({ method, url, key, body });
     const customer = await call('POST', '/api/v1/messages', { content: 'How long do refunds take?' });
     expect(customer.status).toBe(200);
-    const ds = await newDataset(key, undefined, llm);
-    await addCase(
-      key,
-      ds,
-      { question: 'Refunds? (judged late)', expected_type: 'answer', expected_answer: 'About two weeks.' },
-      llm,
-    );
-    const judging = new Promise<() => void>((resolve) => {
-      lateVerdict = resolve;
-    });
-    const run = await call('POST', `/api/v1/simulation/datasets/${ds}/runs`);
-    const played = llm.jobs.runUntilIdle();
     // The turn has ended and been written; the judge holds the verdict, so the case's
     // conversation exists until it is recorded.
-    const sendVerdict = await judging;
+    const { run, played, sendVerdict } = await runJudgedLate(key);
     const mark = await llm.database.db
       .selectFrom('simulation_conversations')
       .select('conversation_id')
@@ -1196,20 +1204,8 @@ describe('the LLM judge', () => {
     'a verdict recorded after the dataset delete took its conversation waits for the delete: 200, nothing is left',
     async () => {
       const { tenantId, key } = await llm.tenant();
-      const ds = await newDataset(key, undefined, llm);
-      await addCase(
-        key,
-        ds,
-        { question: 'Refunds? (judged late)', expected_type: 'answer', expected_answer: 'About two weeks.' },
-        llm,
-      );
-      const judging = new Promise<() => void>((resolve) => {
-        lateVerdict = resolve;
-      });
-      const run = await llm.call({ method: 'POST', url: `/api/v1/simulation/datasets/${ds}/runs`, key });
-      const played = llm.jobs.runUntilIdle();
       // The turn has ended and been written; the judge holds the verdict.
-      const sendVerdict = await judging;
+      const { ds, run, played, sendVerdict } = await runJudgedLate(key);
       await llm.database.db.connection().execute(async (hold) => {
         // The customer's message is held: the delete takes the conversation, then waits for it.
         await sql`begin`.execute(hold);
