@@ -1,7 +1,8 @@
 // Custom data sources: real backing tables (created, kept by clear, dropped by delete), row upsert,
 // batch, search ranking, tenant isolation and scopes. Spec: custom data source row; rules 7 and 8.
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { NotFoundError } from '../src/domain/errors.js';
 import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 let t: TestApp;
@@ -543,6 +544,51 @@ describe('custom data sources', () => {
       expectError(await put(key, source, 'x', { data: {} }), 404, 'not_found');
       expectError(await t.call({ method: 'POST', url: `${BASE}/${source}/rows/clear`, key }), 404, 'not_found');
     }
+  });
+
+  it("reads many rows at once in one query per table: each read gets its own row, a missing one 404, another tenant's its own", async () => {
+    const tenants = [await t.tenant(), await t.tenant()];
+    // Keys an array literal would misread unquoted: the batch sends them as one text[] parameter.
+    const special = ['NULL', 'null', 'a"b', 'c\\d', '{x,y}', ' padded ', "it's"];
+    const ids = [...special, ...Array.from({ length: 30 - special.length }, (_, i) => `row ${i}/é`)];
+    for (const [n, { key }] of tenants.entries()) {
+      await newSource(key, 'shared');
+      const rows = ids.map((external_id, i) => ({ external_id, data: { tenant: n, i } }));
+      expect((await t.call({ method: 'POST', url: `${BASE}/shared/rows/batch`, key, body: { rows } })).status).toBe(
+        200,
+      );
+      // The source is looked up (and kept a second) before the reads, so they all reach the table in one turn.
+      expect((await t.call({ url: `${BASE}/shared/rows/${encodeURIComponent(ids[0] as string)}`, key })).status).toBe(
+        200,
+      );
+    }
+    const queries = vi.spyOn(t.database.db, 'executeQuery');
+    try {
+      const rows = t.services.customDataSources;
+      const reads = tenants.flatMap(({ tenantId }) =>
+        [...ids, ids[3] as string, 'absent'].map((id) => rows.getRow(tenantId, 'shared', id)),
+      );
+      const answers = await Promise.allSettled(reads);
+      expect(queries).toHaveBeenCalledTimes(2);
+      for (const [n] of tenants.entries()) {
+        const mine = answers.slice(n * 32, (n + 1) * 32);
+        expect(mine.slice(0, 31).map((answer) => answer.status === 'fulfilled' && answer.value.data)).toEqual([
+          ...ids.map((_, i) => ({ tenant: n, i })),
+          { tenant: n, i: 3 },
+        ]);
+        expect((mine[31] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+      }
+    } finally {
+      queries.mockRestore();
+    }
+    // Over HTTP too, reads at once answer each its own row.
+    const { key } = tenants[1] as { key: string };
+    const answers = await Promise.all(
+      ids.map((id) => t.call({ url: `${BASE}/shared/rows/${encodeURIComponent(id)}`, key })),
+    );
+    expect(answers.map((answer) => [answer.status, answer.body.external_id, answer.body.data])).toEqual(
+      ids.map((id, i) => [200, id, { tenant: 1, i }]),
+    );
   });
 
   it("answers 404 on every id-bearing route for another tenant's source, and leaves its rows alone", async () => {

@@ -5,8 +5,9 @@
 // metadata row; it reaches SQL only through `sql.table`/`sql.id`, never from user input.
 // Isolation: the backing table has no `tenant_id` of its own: a table belongs to exactly one
 // source, and every statement reaches it only after looking the source up by tenant.
-import { CompiledQuery, type Kysely, type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
+import { coalescedStatements } from '../db/coalesce.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Database, DataFieldDeclaration } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
@@ -331,6 +332,27 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     return text;
   }
 
+  // Several keys at once, for row reads coalesced (db/coalesce.ts); kept per table as above.
+  const rowBatchReads = new Map<string, string>();
+  function rowBatchSql(tableName: string): string {
+    let text = rowBatchReads.get(tableName);
+    if (text === undefined) {
+      text =
+        sql`select ${ROW_COLUMNS}, null::float8 as score from ${sql.table(tableName)} where external_id = any(${''}::text[])`.compile(
+          db,
+        ).sql;
+      if (rowBatchReads.size >= SOURCE_CACHE_MAX) rowBatchReads.clear();
+      rowBatchReads.set(tableName, text);
+    }
+    return text;
+  }
+
+  const rowReadsByKey = coalescedStatements<StoredRow>(
+    db,
+    (tableName) => ({ one: rowReadSql(tableName), many: rowBatchSql(tableName) }),
+    (row) => row.external_id,
+  );
+
   /** Runs `work` on the source's backing table; a table dropped meanwhile reads as not found. */
   async function onTable<T>(
     tenantId: string,
@@ -543,9 +565,7 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     async getRow(tenantId: string, idOrSlug: string, externalId: string): Promise<RowRecord> {
       return onTable(tenantId, idOrSlug, async (_table, source) => {
         if (CONTROL.test(externalId)) throw new NotFoundError('row', externalId);
-        const read = CompiledQuery.raw(rowReadSql(source.table_name), [externalId]) as CompiledQuery<StoredRow>;
-        const { rows } = await db.executeQuery(read);
-        const row = rows[0];
+        const row = await rowReadsByKey.read(source.table_name, externalId);
         if (!row) throw new NotFoundError('row', externalId);
         return toRowRecord(row);
       });
