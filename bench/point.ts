@@ -2,6 +2,7 @@
 // database (one row by `external_id`, the columns a custom data source row has), without the API.
 // The ceiling loop (run.ts) and the bare Fastify route (floor.ts) both use it.
 import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { coalescedStatements } from '../src/db/coalesce.js';
 
 export async function createPointTable(db: Kysely<never>, rows: number): Promise<void> {
   await sql`drop table if exists bench_rows`.execute(db);
@@ -21,4 +22,18 @@ export const POINT_SQL = `select id, external_id, data, tags, searchable_text, c
 export async function pointQuery(db: Kysely<never>, externalId: string): Promise<unknown> {
   const { rows } = await db.executeQuery(CompiledQuery.raw(POINT_SQL, [externalId]));
   return rows[0];
+}
+
+/** The same columns for several keys at once: what the row read sends for reads it coalesces. */
+export const POINT_MANY_SQL = `select id, external_id, data, tags, searchable_text, content, updated_at,
+  null::float8 as score from bench_rows where external_id = any($1::text[])`;
+
+/** The point query as the row read now makes it: reads of one turn coalesced (src/db/coalesce.ts). */
+export function coalescedPointQuery(db: Kysely<never>): (externalId: string) => Promise<unknown> {
+  const reads = coalescedStatements<{ external_id: string }>(
+    db,
+    () => ({ one: POINT_SQL, many: POINT_MANY_SQL }),
+    (row) => row.external_id,
+  );
+  return (externalId) => reads.read('bench_rows', externalId);
 }

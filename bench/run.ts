@@ -30,7 +30,7 @@ import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
 import { ThreadSocket } from '../src/db/pglite-thread.js';
 import { prepareStatements } from '../src/db/prepared.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
-import { createPointTable, POINT_SQL, pointQuery } from './point.js';
+import { coalescedPointQuery, createPointTable, POINT_SQL, pointQuery } from './point.js';
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -320,6 +320,7 @@ async function dbCeilings(
     const prepared = await openDatabase({ url: databaseUrl, schema, preparedStatements: 200 });
     const db = prepared.db as unknown as Kysely<never>;
     lines.push(await dbCeiling('db-point, prepared', (id) => pointQuery(db, id)));
+    lines.push(await dbCeiling('db-point, prepared, coalesced', coalescedPointQuery(db)));
     await prepared.close();
     return lines;
   }
@@ -364,6 +365,7 @@ async function dbCeilings(
   const threaded = await openDatabase({ dataDir: pointDir });
   const tdb = threaded.db as unknown as Kysely<never>;
   lines.push(await dbCeiling("db-point, prepared, the API's database thread", (id) => pointQuery(tdb, id)));
+  lines.push(await dbCeiling("db-point, prepared, coalesced, the API's database thread", coalescedPointQuery(tdb)));
   await threaded.close();
   return lines;
 }
@@ -540,20 +542,22 @@ async function main() {
   const ceiling = lines.find((l) => l.name === 'db-point (ceiling)')?.rps ?? 0;
   // The same query prepared, straight on the database: the stricter comparison.
   const preparedCeiling = lines.find((l) => l.name.startsWith('db-point, prepared'))?.rps ?? 0;
+  // The point reads as the row read makes them, coalesced: the strictest.
+  const coalescedCeiling = lines.find((l) => l.name.startsWith('db-point, prepared, coalesced'))?.rps ?? 0;
   const db = databaseUrl ? 'PostgreSQL' : 'PGlite';
   console.log(
     `\n${db}, ${CONNECTIONS} connections, ${SECONDS} s each, ${os.cpus().length} CPUs, ${new Date().toISOString().slice(0, 10)}\n`,
   );
   console.log(
-    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | vs prepared | CPU µs/req: server | its main thread | database | autocannon | errors |',
+    '| scenario | req/s | p50 ms | p99 ms | peak RSS MB | vs db ceiling | vs prepared | vs coalesced | CPU µs/req: server | its main thread | database | autocannon | errors |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const l of lines) {
     const against = (base: number) =>
       base && !l.name.startsWith('db-point') && !l.name.startsWith('hello')
         ? `${Math.round((l.rps / base) * 100)} %`
         : '';
-    const ratio = `${against(ceiling)} | ${against(preparedCeiling)}`;
+    const ratio = `${against(ceiling)} | ${against(preparedCeiling)} | ${against(coalescedCeiling)}`;
     const cpu = [l.cpu.server, l.cpu.main, l.cpu.db, l.cpu.loadgen].map((v) => v ?? '').join(' | ');
     console.log(`| ${l.name} | ${l.rps} | ${l.p50} | ${l.p99} | ${l.rssMb ?? ''} | ${ratio} | ${cpu} | ${l.errors} |`);
   }
