@@ -399,6 +399,56 @@ describe('sign-in, sessions and CSRF over HTTP', () => {
     expect(client.jar.get(CSRF_COOKIE)).not.toBe(secretBefore);
   });
 
+  it("a CSRF cookie and token from another session are refused (another owner's, the same owner's before sign-out, a signed-out browser's); the session's own pass", async () => {
+    const { tenantId, email, password } = await tenantWithOwner();
+    const other = await tenantWithOwner();
+    const expired = 'This form has expired or did not come from this page. Reload the page and try again.';
+    const client = agent();
+
+    // The same owner's earlier session: its CSRF cookie and token, kept from before sign-out.
+    expect((await client.signIn(tenantId, email, password)).statusCode).toBe(303);
+    const earlier = { token: await client.csrf(), secret: client.jar.get(CSRF_COOKIE) ?? '' };
+    expect((await client.send('POST', '/admin/logout', { _csrf: earlier.token })).statusCode).toBe(303);
+    expect((await client.signIn(tenantId, email, password)).statusCode).toBe(303);
+    const own = { token: await client.csrf(), secret: client.jar.get(CSRF_COOKIE) ?? '' };
+
+    // Another owner's session, and a browser that is not signed in, each with its own pair.
+    const intruder = agent();
+    expect((await intruder.signIn(other.tenantId, other.email, other.password)).statusCode).toBe(303);
+    const foreign = { token: await intruder.csrf(), secret: intruder.jar.get(CSRF_COOKIE) ?? '' };
+    const stranger = agent();
+    const signedOut = {
+      token: stranger.csrfOf((await stranger.send('GET', '/admin/login')).body),
+      secret: stranger.jar.get(CSRF_COOKIE) ?? '',
+    };
+
+    // Planted in the owner's browser (a cookie a sibling subdomain could set), each pair is refused.
+    for (const [label, pair] of Object.entries({ earlier, foreign, signedOut })) {
+      expect(pair.token, label).not.toBe('');
+      client.jar.set(CSRF_COOKIE, pair.secret);
+      const planted = await client.send('POST', `${SETTINGS}/keys`, {
+        _csrf: pair.token,
+        name: 'planted',
+        scopes: 'apps:read',
+      });
+      expect(planted.statusCode, label).toBe(403);
+      expect(planted.body, label).toContain(expired);
+    }
+    const none = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(none.body.data).toEqual([]);
+
+    // The session's own cookie and token pass.
+    client.jar.set(CSRF_COOKIE, own.secret);
+    const created = await client.send('POST', `${SETTINGS}/keys`, {
+      _csrf: own.token,
+      name: 'own',
+      scopes: 'apps:read',
+    });
+    expect(created.statusCode).toBe(201);
+    const keys = await t.call({ url: `/admin/v1/tenants/${tenantId}/api-keys`, headers: admin });
+    expect(keys.body.data).toMatchObject([{ name: 'own' }]);
+  });
+
   it('lock and unlock on the page take effect on the API at once; an invalid form answers 422 and creates nothing', async () => {
     const { tenantId, email, password } = await tenantWithOwner();
     const client = agent();

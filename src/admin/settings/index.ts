@@ -6,6 +6,9 @@
 //   HttpOnly, SameSite=Lax cookie (Secure over https), stored only as its SHA-256, with an expiry.
 // - Every form is CSRF-protected with @fastify/csrf-protection (a secret in an HttpOnly cookie, a
 //   token in the form); a POST without a valid token answers 403. The secret is renewed at sign-in.
+//   A token is also bound to the session cookie's token (the library's `userInfo`), so a CSRF
+//   cookie and token from another browser or an earlier session (planted, say, from a sibling
+//   subdomain) are refused for a signed-in owner.
 // - Keys are created, listed, locked, unlocked and revoked through the tenant service, the same
 //   code as the control plane, always for the session's own tenant.
 // - Cookies, form bodies and CSRF live in this plugin's scope only; the API does not see them.
@@ -31,6 +34,9 @@ export const CSRF_COOKIE = 'ws_csrf';
 /** Sign-in attempts per client IP and minute (the API's own limit, if lower, wins). */
 export const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 const COOKIE_PATH = '/admin';
+// The HMAC key @fastify/csrf requires once tokens carry user info. It is not a secret, and the same
+// in every process: what an attacker lacks is the session token, which only the owner's browser holds.
+const CSRF_HMAC_KEY = 'workspace settings csrf';
 const GENERIC_LOGIN_ERROR = 'Wrong workspace, e-mail or password.';
 const ACTIONS = ['revoke', 'lock', 'unlock'] as const;
 const NOTICES: Record<(typeof ACTIONS)[number], string> = {
@@ -71,6 +77,17 @@ function fields(form: Form | undefined, name: string): string[] {
   return (value === undefined ? [] : Array.isArray(value) ? value : [value]).filter(storable);
 }
 
+/**
+ * What a CSRF token is bound to: the session cookie's token, or, with no session cookie (the
+ * sign-in form), a fixed text. The cookie is taken as sent, known to the database or not, so the
+ * page and the POST that follows it read the same value; a token made for one session, or for none,
+ * is refused with another.
+ */
+function csrfUserInfo(request: FastifyRequest): string {
+  const token = request.cookies[SESSION_COOKIE];
+  return token ? `session ${token}` : 'no session';
+}
+
 export interface SettingsDeps {
   config: Config;
   tenants: TenantService;
@@ -88,12 +105,15 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
   await settings.register(csrf, {
     cookieKey: CSRF_COOKIE,
     cookieOpts: { path: COOKIE_PATH, httpOnly: true, sameSite: 'lax' },
+    getUserInfo: csrfUserInfo,
+    csrfOpts: { userInfo: true, hmacKey: CSRF_HMAC_KEY },
     logLevel: 'info',
   });
 
   const isHttps = (request: FastifyRequest) => request.protocol === 'https';
   const hostTenant = (request: FastifyRequest) => tenantFromHost(request.headers.host, config.baseDomain);
-  const csrfToken = (reply: FastifyReply) => reply.generateCsrf({ secure: isHttps(reply.request) });
+  const csrfToken = (reply: FastifyReply) =>
+    reply.generateCsrf({ secure: isHttps(reply.request), userInfo: csrfUserInfo(reply.request) });
   const html = (reply: FastifyReply, status: number, body: string) =>
     reply.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(body);
 
