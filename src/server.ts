@@ -10,21 +10,22 @@ import Fastify, {
 } from 'fastify';
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
+import proxyAddr from 'proxy-addr';
 import { registerAdminRoutes } from './admin/routes.js';
 import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
-import { BadRequestError, ValidationError } from './domain/errors.js';
+import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
 import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
 import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
-import { clientErrorHandler, errorBody, publicOrigin, registerErrorHandling, summarize } from './http/errors.js';
+import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
 import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
-import { registerRateLimit } from './http/rate-limit.js';
+import { type Limiter, registerRateLimit } from './http/rate-limit.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { jsonProblem, jsonText } from './lib/json-body.js';
 import { reportRedisOutages } from './lib/redis.js';
@@ -57,6 +58,15 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Trusts the `hops` addresses nearest us (hop 0 is the socket's): the client is the next one. */
 function trustHops(hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops;
+}
+
+/**
+ * TRUST_PROXY as one function, given to Fastify and used for the router's own answers, whose
+ * request Fastify builds without it (`request.ip` is the socket's there); `false` trusts nobody.
+ */
+function proxyTrust(setting: false | number | string[]): false | ((address: string, hop: number) => boolean) {
+  if (setting === false) return false;
+  return typeof setting === 'number' ? trustHops(setting) : proxyAddr.compile(setting);
 }
 
 function validatorCompilers() {
@@ -96,6 +106,10 @@ export function withoutSecrets(url: string): string {
 }
 
 export async function buildApp({ config, db, redis, redisNamespace, logStream }: AppDeps): Promise<App> {
+  const trust = proxyTrust(config.trustProxy);
+  const answerError = errorAnswerer(config.publicUrl);
+  // The global budget's limiter, once the rate limit is registered (below).
+  let limitUnrouted: Limiter | undefined;
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -117,9 +131,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       },
     },
     bodyLimit: config.bodyLimitBytes,
-    // A number of proxies as a function of the hop: Fastify ignores a number (it cannot check
-    // the nearest peer's address). Trusting N hops assumes only the proxies can reach us.
-    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    // A number of proxies as a function of the hop (proxyTrust): Fastify ignores a number (it
+    // cannot check the nearest peer's address). Trusting N hops assumes only the proxies can reach us.
+    trustProxy: trust,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -129,14 +143,23 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     clientErrorHandler: clientErrorHandler(config.publicUrl),
     return503OnClosing: true,
     // Router errors (bad percent-encoding, an over-long path segment) in the spec's error shape too.
-    frameworkErrors: (error, request, reply) => {
-      const code = error.code === 'FST_ERR_BAD_URL' ? 'bad_request' : 'not_found';
-      const message =
-        code === 'bad_request'
-          ? 'The URL is malformed (bad percent-encoding).'
-          : 'No such resource: a path segment is too long.';
-      const { status, body } = errorBody(publicOrigin(request, config.publicUrl), code, message);
-      (reply as unknown as FastifyReply).code(status).header('x-request-id', request.id).send(body);
+    // They are answered before any hook runs, so they are counted here, against the budget of a
+    // path with no route: same key, same headers, and past the budget the same 429.
+    frameworkErrors: (error, rawRequest, rawReply) => {
+      const request = rawRequest as FastifyRequest;
+      const reply = rawReply as unknown as FastifyReply;
+      const refused =
+        error.code === 'FST_ERR_BAD_URL'
+          ? new BadRequestError('The URL is malformed (bad percent-encoding).')
+          : new DomainError('not_found', 'No such resource: a path segment is too long.');
+      reply.header('x-request-id', request.id);
+      // Fastify builds this request without TRUST_PROXY: the client's address as its others have it.
+      if (trust) Object.defineProperty(request, 'ip', { value: proxyAddr(request.raw, trust) });
+      // The limiter passes nothing, or DomainError('rate_limit_exceeded').
+      const answer = (overBudget?: Error) =>
+        answerError((overBudget as DomainError | undefined) ?? refused, request, reply);
+      if (limitUnrouted) limitUnrouted(request, reply, answer);
+      else answer();
     },
   });
 
@@ -228,7 +251,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   await registerOpenApi(app, { operations: OPERATIONS, config });
   if (redis) reportRedisOutages(redis, app.log);
-  registerRateLimit(app, {
+  limitUnrouted = registerRateLimit(app, {
     perMinute: config.rateLimitPerMinute,
     redis,
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,

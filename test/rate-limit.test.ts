@@ -1,6 +1,6 @@
 // The per-IP rate limit (src/http/rate-limit.ts) beyond what http.test.ts checks: windows that
-// end, the documentation left unlimited, a Redis that does not answer letting requests pass, and
-// the client's address behind proxies (TRUST_PROXY).
+// end, the documentation left unlimited, the router's own refusals counted, a Redis that does not
+// answer letting requests pass, and the client's address behind proxies (TRUST_PROXY).
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -66,6 +66,44 @@ describe('the limit on the app', () => {
     ).toBe(429);
   });
 
+  it("counts the router's own refusals (bad percent-encoding, an over-long segment) against the budget of a path with no route", async () => {
+    const t = await startTestApp({ RATE_LIMIT_PER_MINUTE: '2' });
+    apps.push(t);
+    const badUrl = '/api/v1/apps/%E0%A4%A';
+    const longSegment = `/api/v1/apps/${'a'.repeat(300)}`;
+    const first = await t.call({ url: badUrl, headers: { 'x-request-id': 'router-1' } });
+    expect(first.status).toBe(400);
+    expect(first.body.error.code).toBe('bad_request');
+    expect(first.headers).toMatchObject({
+      'x-request-id': 'router-1',
+      'ratelimit-limit': '2',
+      'ratelimit-remaining': '1',
+    });
+    expect(Number(first.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    const second = await t.call({ url: longSegment });
+    expect(second.status).toBe(404);
+    expect(second.body.error.code).toBe('not_found');
+    expect(second.headers).toMatchObject({ 'ratelimit-limit': '2', 'ratelimit-remaining': '0' });
+    expect(second.headers['x-request-id']).toBeDefined();
+    // The third in the minute, of either kind, is refused as any request over the budget is.
+    for (const url of [badUrl, longSegment]) {
+      const refused = await t.call({ url, headers: { 'x-request-id': 'router-2' } });
+      expect(refused.status, url).toBe(429);
+      expect(refused.body.error, url).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+      expect(refused.headers, url).toMatchObject({ 'x-request-id': 'router-2', 'ratelimit-remaining': '0' });
+      expect(Number(refused.headers['retry-after']), url).toBeGreaterThan(0);
+    }
+    // They spent the address's budget: its other requests are refused too, with the same answer.
+    const routed = await t.call({ url: '/api/v1/apps' });
+    expect(routed.status).toBe(429);
+    expect(routed.headers['retry-after']).toBeDefined();
+    const refused = await t.call({ url: badUrl });
+    expect(Object.keys(refused.body.error).sort()).toEqual(Object.keys(routed.body.error).sort());
+    expect(refused.body.error.message).toBe(
+      routed.body.error.message.replace(/\d+ s\.$/, `${refused.headers['retry-after']} s.`),
+    );
+  });
+
   it('lets requests pass uncounted while Redis does not answer', async () => {
     const database = await openDatabase({});
     await migrateToLatest(database.db);
@@ -87,6 +125,12 @@ describe('the limit on the app', () => {
     for (let i = 0; i < 3; i++) {
       const r = await built.app.inject({ url: '/api/v1/apps' });
       expect(r.statusCode).toBe(401); // past the limit's check, refused for want of a key
+      expect(r.headers['ratelimit-limit']).toBeUndefined();
+    }
+    // So do the router's own refusals.
+    for (let i = 0; i < 3; i++) {
+      const r = await built.app.inject({ url: '/api/v1/apps/%E0%A4%A' });
+      expect(r.statusCode).toBe(400);
       expect(r.headers['ratelimit-limit']).toBeUndefined();
     }
   });
@@ -129,6 +173,18 @@ describe('the client behind a proxy (TRUST_PROXY)', () => {
     expect(await scheme(t)).toBe('https:');
   });
 
+  it("counts the router's own refusals against the client's budget, not the proxy's", async () => {
+    const t = await startTestApp({ TRUST_PROXY: 'true', RATE_LIMIT_PER_MINUTE: '1' });
+    apps.push(t);
+    const badUrl = (client: string) =>
+      t.app.inject({ url: '/api/v1/apps/%E0%A4%A', headers: { 'x-forwarded-for': `198.51.100.1, ${client}` } });
+    expect((await badUrl('203.0.113.7')).statusCode).toBe(400);
+    expect((await badUrl('203.0.113.7')).statusCode).toBe(429);
+    // Another client behind the same proxy has a budget of its own; the first has spent its own.
+    expect((await badUrl('203.0.113.8')).statusCode).toBe(400);
+    expect(await statuses(t, ['203.0.113.7', '203.0.113.9'])).toEqual([429, 401]);
+  });
+
   it('a number N trusts the N proxies nearest us: the client is the Nth address from the right', async () => {
     const t = await startTestApp({ TRUST_PROXY: '2', RATE_LIMIT_PER_MINUTE: '2' });
     apps.push(t);
@@ -146,6 +202,15 @@ describe('the client behind a proxy (TRUST_PROXY)', () => {
     expect(await statuses(t, ['203.0.113.8'], '10.0.0.2')).toEqual([401]);
     // A client connecting directly is its socket's address, whatever it writes.
     expect(await statuses(t, spoofed('203.0.113.9'), '192.0.2.50')).toEqual([401, 401, 429, 429]);
+    // The router's own refusals are counted against the same client's budget.
+    const badUrl = () =>
+      t.app.inject({
+        url: '/api/v1/apps/%E0%A4%A',
+        remoteAddress: '10.0.0.2',
+        headers: { 'x-forwarded-for': '203.0.113.10' },
+      });
+    expect([(await badUrl()).statusCode, (await badUrl()).statusCode]).toEqual([400, 400]);
+    expect(await statuses(t, ['203.0.113.10'], '10.0.0.2')).toEqual([429]);
     // So is its X-Forwarded-Proto.
     expect(await scheme(t, '10.1.2.3')).toBe('https:');
     expect(await scheme(t, '192.0.2.51')).toBe('http:');

@@ -269,8 +269,9 @@ export function fromDatabase(error: unknown): { code: ErrorCode; message: string
   return undefined;
 }
 
-export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
-  const send = (
+/** An error as the spec's answer: the error body, its status and its content type. */
+function sender(publicUrl: string | undefined) {
+  return (
     request: FastifyRequest,
     reply: FastifyReply,
     code: ErrorCode,
@@ -281,8 +282,18 @@ export function registerErrorHandling(app: FastifyInstance, publicUrl: string | 
     const { status, body } = errorBody(publicOrigin(request, publicUrl), code, message, param, eventId);
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   };
+}
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+/**
+ * Answers any error in the spec's terms: the app's error handler, and the answer to the URLs the
+ * router refuses before any hook runs (server.ts, `frameworkErrors`), whose request and reply are
+ * Fastify's undecorated ones (this uses only what those have).
+ */
+export function errorAnswerer(
+  publicUrl: string | undefined,
+): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  const send = sender(publicUrl);
+  return (error, request, reply) => {
     if (error instanceof DomainError) {
       return send(request, reply, error.code, error.message, paramOf(error, request.params, request.body));
     }
@@ -303,8 +314,12 @@ export function registerErrorHandling(app: FastifyInstance, publicUrl: string | 
     const eventId = newId();
     request.log.error({ event_id: eventId, err: summarize(error) }, 'unexpected error');
     return send(request, reply, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
-  });
+  };
+}
 
+export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
+  const send = sender(publicUrl);
+  app.setErrorHandler(errorAnswerer(publicUrl));
   app.setNotFoundHandler((request, reply) =>
     send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
   );

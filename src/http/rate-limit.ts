@@ -3,7 +3,9 @@
 // carries RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset (seconds to the window's end,
 // IETF draft); a 429 carries Retry-After. Routes with `config: { rateLimit: false }` and the
 // documentation are not limited; a route with `config: { rateLimit: { max, timeWindow } }` has a
-// budget of its own (the owners' sign-in). If Redis does not answer, requests pass uncounted.
+// budget of its own (the owners' sign-in). A path with no route, and a URL the router refuses
+// (server.ts, frameworkErrors), count against the global budget. If Redis does not answer,
+// requests pass uncounted.
 //
 // Written here rather than taken from @fastify/rate-limit, which did the same with five awaits and
 // a route-options object per request: on a cached read that was a tenth of the server's CPU
@@ -83,10 +85,21 @@ export function redisCounter(redis: Redis, prefix: string): RateCounter {
   };
 }
 
+/**
+ * Counts a request against a budget, keyed by `request.ip`, and sets the RateLimit-* headers; over
+ * the budget it sets Retry-After and calls `done` with DomainError('rate_limit_exceeded').
+ */
+export type Limiter = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
+
+/**
+ * Limits the routes as they are declared, and what has no route. Returns the limiter of the global
+ * budget that a path with no route counts against, for the answers the router makes before any
+ * hook runs (server.ts).
+ */
 export function registerRateLimit(
   app: FastifyInstance,
   options: { perMinute: number; redis: Redis | undefined; namespace: string },
-): void {
+): Limiter {
   const counter = options.redis ? redisCounter(options.redis, options.namespace) : memoryCounter();
   const global: RouteRateLimit = { max: options.perMinute, timeWindow: 60_000 };
 
@@ -101,13 +114,10 @@ export function registerRateLimit(
   // A path with no route counts against the same budget, before its body is read.
   const unrouted = limiter(counter, global, '');
   app.addHook('onRequest', (request, reply, done) => (request.is404 ? unrouted(request, reply, done) : done()));
+  return unrouted;
 }
 
-function limiter(
-  counter: RateCounter,
-  limit: RouteRateLimit,
-  scope: string,
-): (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void {
+function limiter(counter: RateCounter, limit: RouteRateLimit, scope: string): Limiter {
   const judge = (reply: FastifyReply, { count, resetMs }: Hit) => {
     const reset = Math.max(0, Math.ceil(resetMs / 1000));
     reply.header('ratelimit-limit', limit.max);
@@ -120,7 +130,7 @@ function limiter(
       `Too many requests from this address: the limit is ${limit.max} a minute. Retry after ${reset} s.`,
     );
   };
-  return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+  return (request, reply, done) => {
     let hit: Hit | Promise<Hit>;
     try {
       hit = counter.hit(`${scope}${request.ip}`, limit.timeWindow);
