@@ -3,6 +3,7 @@
 // The ceiling loop (run.ts) and the bare Fastify route (floor.ts) both use it.
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { coalescedStatements } from '../src/db/coalesce.js';
+import { ROW_READ_COALESCING } from '../src/domain/custom-data-sources.js';
 
 export async function createPointTable(db: Kysely<never>, rows: number): Promise<void> {
   await sql`drop table if exists bench_rows`.execute(db);
@@ -28,12 +29,13 @@ export async function pointQuery(db: Kysely<never>, externalId: string): Promise
 export const POINT_MANY_SQL = `select id, external_id, data, tags, searchable_text, content, updated_at,
   null::float8 as score from bench_rows where external_id = any($1::text[])`;
 
-/** The point query as the row read now makes it: reads of one turn coalesced (src/db/coalesce.ts). */
+/** The point query as the row read now makes it: reads coalesced while others run (src/db/coalesce.ts). */
 export function coalescedPointQuery(db: Kysely<never>): (externalId: string) => Promise<unknown> {
   const reads = coalescedStatements<{ external_id: string }>(
     db,
     () => ({ one: POINT_SQL, many: POINT_MANY_SQL }),
     (row) => row.external_id,
+    ROW_READ_COALESCING,
   );
   return (externalId) => reads.read('bench_rows', externalId);
 }

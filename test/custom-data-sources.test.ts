@@ -546,7 +546,29 @@ describe('custom data sources', () => {
     }
   });
 
-  it("reads many rows at once in one query per table: each read gets its own row, a missing one 404, another tenant's its own", async () => {
+  it('sends a read at once while its table has room, and at most 32 keys to a statement: a small row read first is not held behind large ones', async () => {
+    const { tenantId } = await t.tenant();
+    const rows = t.services.customDataSources;
+    await rows.createSource(tenantId, { name: 'Blobs', slug: 'blobs' });
+    await rows.upsertRow(tenantId, 'blobs', 'small', { data: { v: 1 } });
+    const blob = 'x'.repeat(100_000);
+    const large = Array.from({ length: 40 }, (_, i) => `large-${i}`);
+    for (const id of large) await rows.upsertRow(tenantId, 'blobs', id, { data: { blob } });
+    await rows.getRow(tenantId, 'blobs', 'small'); // the source, looked up and kept
+    const queries = vi.spyOn(t.database.db, 'executeQuery');
+    try {
+      const read = await Promise.all(['small', ...large].map((id) => rows.getRow(tenantId, 'blobs', id)));
+      expect(read.map((row) => row.external_id)).toEqual(['small', ...large]);
+      const sent = queries.mock.calls.map(([query]) => (query as unknown as { parameters: unknown[] }).parameters[0]);
+      expect(sent[0]).toBe('small');
+      const keys = sent.map((first) => (Array.isArray(first) ? first.length : 1));
+      expect(keys).toEqual([1, 1, 32, 7]);
+    } finally {
+      queries.mockRestore();
+    }
+  });
+
+  it("reads many rows at once, coalesced per table: each read gets its own row, a missing one 404, another tenant's its own", async () => {
     const tenants = [await t.tenant(), await t.tenant()];
     // Keys an array literal would misread unquoted: the batch sends them as one text[] parameter.
     const special = ['NULL', 'null', 'a"b', 'c\\d', '{x,y}', ' padded ', "it's"];
@@ -569,7 +591,8 @@ describe('custom data sources', () => {
         [...ids, ids[3] as string, 'absent'].map((id) => rows.getRow(tenantId, 'shared', id)),
       );
       const answers = await Promise.allSettled(reads);
-      expect(queries).toHaveBeenCalledTimes(2);
+      // Per table: two reads at once, and the 30 that arrived meanwhile (29 keys) as one statement.
+      expect(queries).toHaveBeenCalledTimes(6);
       for (const [n] of tenants.entries()) {
         const mine = answers.slice(n * 32, (n + 1) * 32);
         expect(mine.slice(0, 31).map((answer) => answer.status === 'fulfilled' && answer.value.data)).toEqual([

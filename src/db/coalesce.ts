@@ -1,82 +1,93 @@
-// Point reads coalesced. Reads by key that reach the same group (a table) in one turn of the event
-// loop go to the database as one query for all their keys, sent when the turn's I/O is handled
-// (`setImmediate`). A lone read waits for nothing but that turn; under load, the requests that one
-// turn parses share one round trip, one statement execution and one pooled connection, where each
-// would have taken its own. On the row read this is most of the database's work and of the
-// driver's (bench/README.md).
+// Point reads coalesced while the database is busy with them. A read by key is sent at once when
+// fewer than `maxInFlight` statements of its group (a table) are running; otherwise it waits, with
+// the other reads of that group that arrive meanwhile, and they go as one statement for all their
+// keys when a running one returns. A lone read waits for nothing; under load, the reads that pile
+// up behind a running statement share one round trip, one statement execution and one pooled
+// connection, where each would have taken its own. On the row read this is most of the database's
+// work and of the driver's (bench/README.md).
 //
-// A key read twice in one batch is asked once; every read of it gets the row, or undefined when
-// the query returned none. A query that fails fails every read of its batch, each of which sees
-// the error as it would have seen its own query's.
+// A key read twice in one waiting batch is asked once; every read of it gets the row, or undefined
+// when the statement returned none. A statement that fails fails every read of its batch, each of
+// which sees the error as it would have seen its own statement's. The reads of one batch finish
+// together, when its whole answer has arrived: `maxKeys` bounds how many rows that is.
+//
+// Written here rather than taken from `dataloader`, which batches by turn of the event loop: it
+// would hold a lone read until the turn ends, and send a turn's reads as one statement even when
+// the database is idle and could run them side by side.
 
 import { CompiledQuery, type QueryResult } from 'kysely';
 
 type Waiter<Row> = { resolve(row: Row | undefined): void; reject(error: unknown): void };
 
-/** The reads of one group waiting for the same query: key → its readers. */
+/** The reads waiting for the same statement: key → its readers. */
 type Batch<Row> = Map<string, Waiter<Row>[]>;
+
+/** A group's statements running, and its batches waiting in order (the last one still filling). */
+interface Group<Row> {
+  running: number;
+  waiting: Batch<Row>[];
+}
 
 export interface PointReads<Row> {
   /** The row of `group` whose key is `key`, or undefined. */
   read(group: string, key: string): Promise<Row | undefined>;
 }
 
-export function coalescePointReads<Row>(options: {
-  /** One query for these distinct keys of `group`: the rows found, in any order. */
-  readMany(group: string, keys: string[]): Promise<Row[]>;
-  /** A row's key, as the reads name it. */
-  keyOf(row: Row): string;
-  /** Keys in one query at most; a batch that reaches it is sent at once. */
+export interface CoalesceOptions {
+  /** Statements of one group running at once; the reads beyond them wait and are coalesced. */
+  maxInFlight: number;
+  /** Keys in one statement at most. */
   maxKeys: number;
-}): PointReads<Row> {
-  const open = new Map<string, Batch<Row>>();
-  let scheduled = false;
+}
 
-  async function send(group: string, batch: Batch<Row>): Promise<void> {
-    let rows: Row[];
+export function coalescePointReads<Row>(
+  options: CoalesceOptions & {
+    /** One statement for these distinct keys of `group`: the rows found, in any order. */
+    readMany(group: string, keys: string[]): Promise<Row[]>;
+    /** A row's key, as the reads name it. */
+    keyOf(row: Row): string;
+  },
+): PointReads<Row> {
+  const groups = new Map<string, Group<Row>>();
+
+  async function send(name: string, group: Group<Row>, batch: Batch<Row>): Promise<void> {
+    group.running++;
     try {
-      rows = await options.readMany(group, [...batch.keys()]);
+      const rows = await options.readMany(name, [...batch.keys()]);
+      const found = new Map<string, Row>();
+      for (const row of rows) found.set(options.keyOf(row), row);
+      for (const [key, waiters] of batch) {
+        const row = found.get(key);
+        for (const waiter of waiters) waiter.resolve(row);
+      }
     } catch (error) {
       for (const waiters of batch.values()) for (const waiter of waiters) waiter.reject(error);
-      return;
+    } finally {
+      group.running--;
+      const next = group.waiting.shift();
+      if (next !== undefined) void send(name, group, next);
+      else if (group.running === 0) groups.delete(name);
     }
-    const found = new Map<string, Row>();
-    for (const row of rows) found.set(options.keyOf(row), row);
-    for (const [key, waiters] of batch) {
-      const row = found.get(key);
-      for (const waiter of waiters) waiter.resolve(row);
-    }
-  }
-
-  function sendOpen(): void {
-    scheduled = false;
-    const batches = [...open];
-    open.clear();
-    for (const [group, batch] of batches) void send(group, batch);
   }
 
   return {
-    read(group, key) {
+    read(name, key) {
       return new Promise<Row | undefined>((resolve, reject) => {
-        let batch = open.get(group);
-        if (batch === undefined) {
-          batch = new Map();
-          open.set(group, batch);
-          if (!scheduled) {
-            scheduled = true;
-            setImmediate(sendOpen);
-          }
+        const waiter = { resolve, reject };
+        let group = groups.get(name);
+        if (group === undefined) {
+          group = { running: 0, waiting: [] };
+          groups.set(name, group);
         }
-        const waiters = batch.get(key);
-        if (waiters !== undefined) {
-          waiters.push({ resolve, reject });
+        if (group.running < options.maxInFlight && group.waiting.length === 0) {
+          void send(name, group, new Map([[key, [waiter]]]));
           return;
         }
-        batch.set(key, [{ resolve, reject }]);
-        if (batch.size >= options.maxKeys) {
-          open.delete(group);
-          void send(group, batch);
-        }
+        const last = group.waiting.at(-1);
+        const readers = last?.get(key);
+        if (readers !== undefined) readers.push(waiter);
+        else if (last !== undefined && last.size < options.maxKeys) last.set(key, [waiter]);
+        else group.waiting.push(new Map([[key, [waiter]]]));
       });
     },
   };
@@ -90,6 +101,7 @@ export function coalescedStatements<Row>(
   db: { executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> },
   statements: (group: string) => { one: string; many: string },
   keyOf: (row: Row) => string,
+  options: CoalesceOptions,
 ): PointReads<Row> {
   return coalescePointReads<Row>({
     async readMany(group, keys) {
@@ -98,6 +110,6 @@ export function coalescedStatements<Row>(
       return (await db.executeQuery(query as CompiledQuery<Row>)).rows;
     },
     keyOf,
-    maxKeys: 100,
+    ...options,
   });
 }

@@ -7,7 +7,7 @@
 // source, and every statement reaches it only after looking the source up by tenant.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/client.js';
-import { coalescedStatements } from '../db/coalesce.js';
+import { type CoalesceOptions, coalescedStatements } from '../db/coalesce.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Database, DataFieldDeclaration } from '../db/schema.js';
 import { isUuid, newId } from '../lib/ids.js';
@@ -142,6 +142,12 @@ const ROW_COLUMNS = sql`id, external_id, data, tags, searchable_text, content, u
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Row reads coalesced (db/coalesce.ts): two statements of a table at once (of the pool's 10 on
+ * PostgreSQL, 4 on PGlite), and the reads beyond them wait, 32 keys to a statement at most.
+ */
+export const ROW_READ_COALESCING: CoalesceOptions = { maxInFlight: 2, maxKeys: 32 };
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 function checkExternalId(param: string, externalId: string): void {
@@ -316,41 +322,29 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
     return source;
   }
 
-  // The row read is the hottest statement of the API: its text is built once per table and kept
-  // (Kysely would build it on every call), which also lets the prepared statement be found fast.
-  const rowReads = new Map<string, string>();
-  function rowReadSql(tableName: string): string {
-    let text = rowReads.get(tableName);
-    if (text === undefined) {
-      text =
-        sql`select ${ROW_COLUMNS}, null::float8 as score from ${sql.table(tableName)} where external_id = ${''}`.compile(
-          db,
-        ).sql;
+  // The row read is the hottest statement of the API: its texts (one key, and several for reads
+  // coalesced: db/coalesce.ts) are built once per table and kept (Kysely would build them on every
+  // call), which also lets the prepared statements be found fast.
+  const rowReads = new Map<string, { one: string; many: string }>();
+  function rowReadStatements(tableName: string): { one: string; many: string } {
+    let texts = rowReads.get(tableName);
+    if (texts === undefined) {
+      const select = sql`select ${ROW_COLUMNS}, null::float8 as score from ${sql.table(tableName)}`;
+      texts = {
+        one: sql`${select} where external_id = ${''}`.compile(db).sql,
+        many: sql`${select} where external_id = any(${''}::text[])`.compile(db).sql,
+      };
       if (rowReads.size >= SOURCE_CACHE_MAX) rowReads.clear();
-      rowReads.set(tableName, text);
+      rowReads.set(tableName, texts);
     }
-    return text;
-  }
-
-  // Several keys at once, for row reads coalesced (db/coalesce.ts); kept per table as above.
-  const rowBatchReads = new Map<string, string>();
-  function rowBatchSql(tableName: string): string {
-    let text = rowBatchReads.get(tableName);
-    if (text === undefined) {
-      text =
-        sql`select ${ROW_COLUMNS}, null::float8 as score from ${sql.table(tableName)} where external_id = any(${''}::text[])`.compile(
-          db,
-        ).sql;
-      if (rowBatchReads.size >= SOURCE_CACHE_MAX) rowBatchReads.clear();
-      rowBatchReads.set(tableName, text);
-    }
-    return text;
+    return texts;
   }
 
   const rowReadsByKey = coalescedStatements<StoredRow>(
     db,
-    (tableName) => ({ one: rowReadSql(tableName), many: rowBatchSql(tableName) }),
+    rowReadStatements,
     (row) => row.external_id,
+    ROW_READ_COALESCING,
   );
 
   /** Runs `work` on the source's backing table; a table dropped meanwhile reads as not found. */
