@@ -148,6 +148,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
  * PostgreSQL, 4 on PGlite), and the reads beyond them wait, 32 keys to a statement at most.
  */
 export const ROW_READ_COALESCING: CoalesceOptions = { maxInFlight: 2, maxKeys: 32 };
+
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 function checkExternalId(param: string, externalId: string): void {
