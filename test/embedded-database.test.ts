@@ -42,7 +42,7 @@ describe('database handle', () => {
     }
   });
 
-  it("a data directory is one process's: a second opening is refused until the first closes; a dead owner's lock is taken over", async () => {
+  it("a data directory is one process's: a second opening is refused until the first closes; a dead owner's lock is taken over, our own pid's too when another life of it left it", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-pgdata-'));
     try {
       const first = await openDatabase({ dataDir });
@@ -58,6 +58,12 @@ describe('database handle', () => {
       const again = await openDatabase({ dataDir });
       expect(readFileSync(path.join(dataDir, 'workspace.lock'), 'utf8')).toBe(`${process.pid}\n`);
       await again.close();
+      // A lock naming our own pid that this process did not take: left by a killed process whose
+      // pid this one was given again (a container's pid 1 at every start). Taken over.
+      writeFileSync(path.join(dataDir, 'workspace.lock'), `${process.pid}\n`);
+      const reborn = await openDatabase({ dataDir });
+      await expect(openDatabase({ dataDir })).rejects.toThrow(/is in use by process/);
+      await reborn.close();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

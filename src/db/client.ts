@@ -35,10 +35,21 @@ export interface DatabaseOptions {
   preparedStatements?: number;
 }
 
+// A connection lost (the database restarted, a failover, a proxy or `pg_terminate_backend` cut it)
+// is an 'error' event on its client, which the pool re-emits for a client it holds idle; an event
+// nobody listens to ends the process. It is no error of any request: the query running on that
+// connection, if any, fails with it, and the pool drops the client and connects afresh.
+const connectionLost = () => {};
+
 /** node-postgres over a pool of clients, with prepared statements unless turned off. */
 function postgres(config: pg.PoolConfig, preparedStatements: number): Db {
   const pool = new pg.Pool(config);
-  if (preparedStatements > 0) pool.on('connect', (client) => prepareStatements(client, preparedStatements));
+  pool.on('error', connectionLost);
+  pool.on('connect', (client) => {
+    // A client checked out between two queries (a transaction's) has no pool listener.
+    client.on('error', connectionLost);
+    if (preparedStatements > 0) prepareStatements(client, preparedStatements);
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
@@ -49,6 +60,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       {
         connectionString: options.url,
         max: options.poolSize ?? 10,
+        // A database that does not answer a new connection, or a request that waits this long
+        // for a pooled one, fails rather than waits forever; TCP keepalive finds dead peers.
+        connectionTimeoutMillis: 10_000,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
       },
       prepared,
@@ -103,7 +119,10 @@ export function lockDataDir(dataDir: string): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
       const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
-      if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) {
+      // Our own pid is ours only if this process took the lock: otherwise a killed process whose
+      // pid we were given again left it (in a container the server is pid 1 at every start).
+      const held = owner === process.pid ? locksHeld.has(file) : processAlive(owner);
+      if (Number.isInteger(owner) && owner > 0 && held) {
         throw Object.assign(
           new Error(
             `DATA_DIR ${path.resolve(dataDir)} is in use by process ${owner} (a server, or \`workspace migrate\`); ` +
@@ -115,13 +134,18 @@ export function lockDataDir(dataDir: string): () => void {
       rmSync(file, { force: true }); // its process is gone: a stale lock
     }
   }
+  locksHeld.add(file);
   let held = true;
   return () => {
     if (!held) return;
     held = false;
+    locksHeld.delete(file);
     rmSync(file, { force: true });
   };
 }
+
+/** The lock files this process holds. */
+const locksHeld = new Set<string>();
 
 function processAlive(pid: number): boolean {
   try {
