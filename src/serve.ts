@@ -70,7 +70,14 @@ export async function serve(config: Config): Promise<void> {
     stopping = true;
     app.log.info({ signal }, 'shutting down');
     // Past the jobs' grace period (JOB_STOP_GRACE_MS) and a margin for the rest, exit regardless.
-    const force = setTimeout(() => process.exit(1), Math.max(15_000, config.jobStopGraceMs + 5_000));
+    const forceAfterMs = Math.max(15_000, config.jobStopGraceMs + 5_000);
+    const force = setTimeout(() => {
+      app.log.error(
+        { after_ms: forceAfterMs },
+        'shutdown did not finish in time (requests or the database still busy): exiting',
+      );
+      process.exit(1);
+    }, forceAfterMs);
     force.unref();
     try {
       await app.close();
