@@ -23,6 +23,8 @@ export interface Config {
   adminBaseUrl: string;
   adminToken: string | undefined;
   bodyLimitBytes: number;
+  /** How long a client may take to send a request's body once its headers have arrived. */
+  requestTimeoutMs: number;
   rateLimitPerMinute: number;
   mcpMaxConcurrent: number;
   mcpSlotWaitMs: number;
@@ -230,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     adminToken,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    requestTimeoutMs: int(env, 'REQUEST_TIMEOUT_MS', 60_000, 1000, 3_600_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 10_000_000),
     mcpMaxConcurrent: int(env, 'MCP_MAX_CONCURRENT', 16, 1, 10_000),
     mcpSlotWaitMs: int(env, 'MCP_SLOT_WAIT_MS', 2000, 0, 60_000),

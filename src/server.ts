@@ -108,6 +108,7 @@ export function withoutSecrets(url: string): string {
 export async function buildApp({ config, db, redis, redisNamespace, logStream }: AppDeps): Promise<App> {
   const trust = proxyTrust(config.trustProxy);
   const answerError = errorAnswerer(config.publicUrl);
+  const refuseClient = clientErrorHandler(config.publicUrl);
   // The global budget's limiter, once the rate limit is registered (below).
   let limitUnrouted: Limiter | undefined;
   const app = Fastify({
@@ -140,7 +141,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
-    clientErrorHandler: clientErrorHandler(config.publicUrl),
+    clientErrorHandler: refuseClient,
     return503OnClosing: true,
     // Router errors (bad percent-encoding, an over-long path segment) in the spec's error shape too.
     // They are answered before any hook runs, so they are counted here, against the budget of a
@@ -197,6 +198,24 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // Set when the request arrives, so every answer carries it, errors included.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
+  });
+  // A body still arriving REQUEST_TIMEOUT_MS after its headers (sent a byte at a time, say) is
+  // refused as Node refuses a request that does not arrive in time (400, the connection closed):
+  // such connections would otherwise pile up. Fastify turns Node's own limit off, and on Node 20
+  // that limit does not reach a body whose headers have arrived.
+  app.addHook('onRequest', (request, reply, done) => {
+    const raw = request.raw;
+    if (raw.complete) return done();
+    const timer = setTimeout(() => {
+      if (raw.complete) return;
+      // Answered already (a 401 before the body was read): the connection is only closed.
+      if (reply.raw.headersSent) raw.socket.destroy();
+      else refuseClient(Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), raw.socket);
+    }, config.requestTimeoutMs);
+    const settled = () => clearTimeout(timer);
+    raw.once('end', settled);
+    raw.once('close', settled);
     done();
   });
 

@@ -198,6 +198,42 @@ describe('malformed requests', () => {
     }
   });
 
+  it('a request still arriving after REQUEST_TIMEOUT_MS answers 400 bad_request and its connection is closed', async () => {
+    const slow = await startTestApp({ REQUEST_TIMEOUT_MS: '1000' });
+    try {
+      const { key: slowKey } = await slow.tenant();
+      await slow.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = slow.app.server.address() as AddressInfo;
+      // Headers and a tenth of the body, and nothing more: the rest never comes.
+      const slowly = (key: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () =>
+            socket.write(
+              `POST /api/v1/apps HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"`,
+            ),
+          );
+          let text = '';
+          socket.on('data', (chunk) => {
+            text += chunk;
+          });
+          socket.on('close', () => resolve(text));
+          socket.on('error', reject);
+        });
+      const [answer, unknownKey] = await Promise.all([slowly(slowKey), slowly('not-a-key')]);
+      // Refused at once (401) without its body; the connection is closed when its time is up.
+      expect(unknownKey).toMatch(/^HTTP\/1.1 401 /);
+      expect(unknownKey.match(/HTTP\/1.1/g)).toHaveLength(1);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1.1 400 /);
+      expect(JSON.parse(body as string).error).toMatchObject({
+        code: 'bad_request',
+        message: 'The request did not arrive in time.',
+      });
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('an unknown route answers 404 not_found with the error body', async () => {
     expectError(await t.call({ url: '/api/v1/nothing-here', key }), 404, 'not_found');
   });
