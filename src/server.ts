@@ -1,5 +1,6 @@
 // Builds the Fastify app from its parts; src/serve.ts is the process that listens.
 import { randomUUID } from 'node:crypto';
+import { Socket } from 'node:net';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -206,7 +207,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // that limit does not reach a body whose headers have arrived.
   app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw;
-    if (raw.complete) return done();
+    // Requests made in-process (`inject`) have no socket of their own to time out.
+    if (raw.complete || !(raw.socket instanceof Socket)) return done();
     const timer = setTimeout(() => {
       if (raw.complete) return;
       // Answered already (a 401 before the body was read): the connection is only closed.
