@@ -16,6 +16,8 @@ import { registerAdminRoutes } from './admin/routes.js';
 import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
+import { isDatabaseUnreachable } from './db/errors.js';
+import { reportDatabaseOutages } from './db/outage.js';
 import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
 import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
 import { createOwnerService } from './domain/owners.js';
@@ -194,8 +196,12 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     );
   });
 
+  // A database that cannot be reached: requests answer 503, and the outage is logged once.
+  const outages = reportDatabaseOutages(db, app.log);
+  app.addHook('onClose', async () => outages.stop());
+
   app.addSchema(ErrorSchema);
-  registerErrorHandling(app, config.publicUrl);
+  registerErrorHandling(app, config.publicUrl, outages);
   // Set when the request arrives, so every answer carries it, errors included.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -227,6 +233,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     log: app.log,
     pollMs: config.jobPollMs,
     stopGraceMs: config.jobStopGraceMs,
+    outages,
     // A delivery waits on the receiver (up to WEBHOOK_TIMEOUT_MS): in a lane of their own, slow
     // receivers hold up other deliveries at most, never a sync, a run or an evaluation. Waiting
     // costs little here, so the lane takes more at once than the default one. One tenant's
@@ -259,7 +266,10 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     await jobs.stop();
     await services.simulations.close();
   });
-  const logError = (error: unknown) => app.log.error({ err: summarize(error) }, 'background write failed');
+  const logError = (error: unknown) => {
+    if (isDatabaseUnreachable(error)) outages.failed(error);
+    else app.log.error({ err: summarize(error) }, 'background write failed');
+  };
   const authenticator = createAuthenticator({
     tenants: services.tenants,
     baseDomain: config.baseDomain,
@@ -313,6 +323,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     config,
     redis,
     namespace: redisNamespace ?? config.redisKeyPrefix,
+    outages,
   });
   // Workspace owners: their accounts come with the tenant (control plane), and they manage their
   // keys on the settings page (src/admin/settings/).
@@ -323,7 +334,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     owners,
     ...(config.adminToken ? { adminToken: config.adminToken } : {}),
   });
-  await registerSettingsPages(app, { config, tenants: services.tenants, owners, authenticator });
+  await registerSettingsPages(app, { config, tenants: services.tenants, owners, authenticator, outages });
   await registerDocsRoutes(app);
 
   app.get('/healthz', { schema: { hide: true }, config: { rateLimit: false } }, async () => ({ status: 'ok' }));
@@ -332,7 +343,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       await sql`select 1`.execute(db);
       return { status: 'ready' };
     } catch (error) {
-      request.log.warn({ err: summarize(error) }, 'database not reachable');
+      if (isDatabaseUnreachable(error)) outages.failed(error);
+      else request.log.warn({ err: summarize(error) }, 'database not reachable');
       reply.code(503);
       return { status: 'unavailable', reason: 'database not reachable' };
     }

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, loadConfig } from '../src/config.js';
-import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
+import { type DatabaseHandle, type Db, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { connectRedis } from '../src/lib/redis.js';
@@ -75,6 +75,10 @@ export interface TestAppOptions {
   startJobs?: boolean;
   /** Receives the app's JSON log lines. */
   logStream?: NodeJS.WritableStream;
+  /** PostgreSQL runs: the app connects here (a proxy to TEST_DATABASE_URL, say) rather than to it. */
+  databaseUrl?: string;
+  /** The database handle the app is given, made from the test's (a plugin that fails on demand, say). */
+  wrapDb?: (db: Db) => Db;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -86,14 +90,17 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     await client.query(`create schema ${schema}`);
     await client.end();
   }
-  const database = await openDatabase({ url: process.env.TEST_DATABASE_URL, schema });
+  const database = await openDatabase({
+    url: usingPostgres ? (options.databaseUrl ?? process.env.TEST_DATABASE_URL) : undefined,
+    schema,
+  });
   await migrateToLatest(database.db);
   // The server's own client (src/lib/redis.ts), so tests see Redis as the server does.
   const redisUrl = options.redisUrl ?? process.env.TEST_REDIS_URL;
   const redis = redisUrl ? await connectRedis(redisUrl) : undefined;
   const built = await buildApp({
     config,
-    db: database.db,
+    db: options.wrapDb ? options.wrapDb(database.db) : database.db,
     redis,
     redisNamespace: options.redisNamespace ?? `test-rl-${randomBytes(4).toString('hex')}:`,
     ...(options.logStream ? { logStream: options.logStream } : {}),

@@ -48,7 +48,7 @@ describe('OpenAPI document', () => {
       expect(entry.operationId).toBe(op.id);
       expect(entry.security).toEqual([{ ScopedAPIKeyAuth: [op.scope] }]);
       // 413: headers over 16 KB reach any operation, and a body over the limit any that is sent one.
-      for (const status of ['401', '403', '413', '422', '429', '500']) {
+      for (const status of ['401', '403', '413', '422', '429', '500', '503']) {
         expect(entry.responses[status], `${op.id} ${status}`).toBeDefined();
       }
       if (op.params) expect(entry.responses['404'], `${op.id} 404`).toBeDefined();
@@ -372,13 +372,13 @@ describe('response headers', () => {
     ]);
   });
 
-  it('every response of every operation declares X-Request-Id and RateLimit-*, and every 429 Retry-After', () => {
+  it('every response of every operation declares X-Request-Id and RateLimit-*, and every 429 and 503 Retry-After', () => {
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item as Record<string, { responses: object }>)) {
         for (const status of Object.keys(operation.responses)) {
           const headers = declared(method, path, Number(status)).headers ?? {};
           const names = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
-          if (status === '429') names.push('Retry-After');
+          if (status === '429' || status === '503') names.push('Retry-After');
           for (const name of names) expect(headers[name], `${method} ${path} ${status} ${name}`).toBeDefined();
         }
       }

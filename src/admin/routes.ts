@@ -88,6 +88,7 @@ function responses(success: Record<number, TSchema>, ...codes: (keyof typeof ERR
     'request_too_large',
     'rate_limit_exceeded',
     'internal_error',
+    'service_unavailable',
   ] as const;
   for (const code of [...common, ...codes]) {
     out[ERROR_CATALOGUE[code].status] = Type.Ref('Error');

@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'rate_limit_exceeded'
   | 'concurrency_limit_exceeded'
   | 'forbidden_origin'
+  | 'service_unavailable'
   | 'internal_error';
 
 export class DomainError extends Error {

@@ -191,7 +191,7 @@ const isPlainError = (response: DocumentedResponse) =>
 
 /**
  * Every documented operation is rate-limited, so each of its answers carries `X-Request-Id` and
- * `RateLimit-*`, and a 429 `Retry-After`: the headers are declared once (`components.headers`)
+ * `RateLimit-*`, and a 429 or a 503 `Retry-After`: the headers are declared once (`components.headers`)
  * and referred to. The error answers, most of the document's responses, are declared once per
  * status (`components.responses.Error<status>`, and `Error<status>Replayable` where the answer
  * may be a replay under an Idempotency-Key) and referred to, which keeps the document small.
@@ -203,7 +203,7 @@ function withResponseHeaders<T extends { paths?: unknown }>(document: T): T {
     'RateLimit-Limit': headerRef('RateLimit-Limit'),
     'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
     'RateLimit-Reset': headerRef('RateLimit-Reset'),
-    ...(status === '429' ? { 'Retry-After': headerRef('Retry-After') } : {}),
+    ...(status === '429' || status === '503' ? { 'Retry-After': headerRef('Retry-After') } : {}),
     ...headers,
   });
   const sharedError = (status: string, response: DocumentedResponse) => {

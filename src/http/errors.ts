@@ -5,7 +5,14 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isForeignKeyViolation, isInputRejected, isQueryCanceled, isUniqueViolation } from '../db/errors.js';
+import {
+  isDatabaseUnreachable,
+  isForeignKeyViolation,
+  isInputRejected,
+  isQueryCanceled,
+  isUniqueViolation,
+} from '../db/errors.js';
+import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
 
@@ -98,6 +105,12 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     type: 'permission_error',
     condition:
       'A browser Origin that may not use the MCP endpoint (DNS-rebinding protection; see MCP_ALLOWED_ORIGINS).',
+  },
+  service_unavailable: {
+    status: 503,
+    type: 'api_error',
+    condition:
+      'The database cannot be reached, or this server is shutting down; nothing was done. Retry after the `Retry-After` seconds.',
   },
   internal_error: {
     status: 500,
@@ -251,11 +264,22 @@ export function paramOf(error: DomainError, ...places: unknown[]): string | unde
   return undefined;
 }
 
+/** `Retry-After` of a 503 `service_unavailable` (whole seconds). */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+
 /**
  * A statement the database refused because of what it was given (a duplicate, a missing
- * reference, a value it cannot store): the client's error, answered alike over REST and MCP.
+ * reference, a value it cannot store): the client's error; or a database that cannot be reached
+ * (`service_unavailable`: the caller reports it to DatabaseOutages, which logs it once per
+ * outage). Answered alike over REST and MCP.
  */
 export function fromDatabase(error: unknown): { code: ErrorCode; message: string } | undefined {
+  if (isDatabaseUnreachable(error)) {
+    return {
+      code: 'service_unavailable',
+      message: 'The service cannot reach its database at the moment; retry after the `Retry-After` seconds.',
+    };
+  }
   if (isUniqueViolation(error)) return { code: 'conflict', message: 'The resource conflicts with an existing one.' };
   if (isForeignKeyViolation(error)) {
     return { code: 'invalid_parameters', message: 'A referenced resource does not exist.' };
@@ -280,6 +304,7 @@ function sender(publicUrl: string | undefined) {
     eventId?: string,
   ) => {
     const { status, body } = errorBody(publicOrigin(request, publicUrl), code, message, param, eventId);
+    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_S);
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   };
 }
@@ -291,6 +316,7 @@ function sender(publicUrl: string | undefined) {
  */
 export function errorAnswerer(
   publicUrl: string | undefined,
+  outages?: Pick<DatabaseOutages, 'failed'>,
 ): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply {
   const send = sender(publicUrl);
   return (error, request, reply) => {
@@ -305,6 +331,11 @@ export function errorAnswerer(
     const fastifyMapped = fromFastify(error);
     if (fastifyMapped) return send(request, reply, fastifyMapped.code, fastifyMapped.message);
     const refused = fromDatabase(error);
+    if (refused?.code === 'service_unavailable') {
+      // Once per outage, not a stack per request (src/db/outage.ts).
+      if (outages) outages.failed(error);
+      else request.log.warn({ error: { message: error.message, code: error.code } }, 'database unreachable');
+    }
     if (refused) return send(request, reply, refused.code, refused.message);
     if (isQueryCanceled(error)) {
       const eventId = newId();
@@ -317,9 +348,13 @@ export function errorAnswerer(
   };
 }
 
-export function registerErrorHandling(app: FastifyInstance, publicUrl: string | undefined): void {
+export function registerErrorHandling(
+  app: FastifyInstance,
+  publicUrl: string | undefined,
+  outages?: Pick<DatabaseOutages, 'failed'>,
+): void {
   const send = sender(publicUrl);
-  app.setErrorHandler(errorAnswerer(publicUrl));
+  app.setErrorHandler(errorAnswerer(publicUrl, outages));
   app.setNotFoundHandler((request, reply) =>
     send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
   );

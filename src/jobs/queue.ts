@@ -31,6 +31,8 @@
 //   queues it again instead. Being the same row, the follow-up never runs alongside it.
 import { sql, type UpdateObject } from 'kysely';
 import type { Db } from '../db/client.js';
+import { isDatabaseUnreachable } from '../db/errors.js';
+import type { DatabaseOutages } from '../db/outage.js';
 import type { Database, JobStatus } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 
@@ -99,6 +101,11 @@ export interface JobQueueOptions {
   maxBackoffMs?: number;
   /** How long `stop()` waits for running handlers before aborting them. */
   stopGraceMs?: number;
+  /**
+   * Told of the queue's own statements (polls, heartbeats, schedules) that failed for want of the
+   * database, which it logs once per outage; without it they are logged each time.
+   */
+  outages?: Pick<DatabaseOutages, 'failed'>;
 }
 
 /** A pool of workers for some job kinds: only it claims them, and it claims nothing else. */
@@ -153,6 +160,12 @@ export interface Claim {
 
 export function createJobQueue(options: JobQueueOptions) {
   const { db, log } = options;
+  // A poll, heartbeat or schedule that failed: while the database cannot be reached, every poll
+  // of every lane fails, so that is reported to `outages` (once per outage), the rest logged.
+  const warnFailed = (fields: object, message: string, error: unknown) => {
+    if (options.outages && isDatabaseUnreachable(error)) options.outages.failed(error);
+    else log.warn({ ...fields, err: describe(error) }, message);
+  };
   const cfg = {
     pollMs: options.pollMs ?? DEFAULTS.pollMs,
     concurrency: options.concurrency ?? DEFAULTS.concurrency,
@@ -349,7 +362,7 @@ export function createJobQueue(options: JobQueueOptions) {
     };
     const timer = setInterval(
       () => {
-        renew().catch((error) => log.warn({ job_id: job.id, err: describe(error) }, 'job heartbeat failed'));
+        renew().catch((error) => warnFailed({ job_id: job.id }, 'job heartbeat failed', error));
       },
       Math.max(Math.floor(cfg.leaseMs / 3), 10),
     );
@@ -419,7 +432,7 @@ export function createJobQueue(options: JobQueueOptions) {
         if (slot) slot.promise = entry;
       }
     } catch (error) {
-      log.warn({ lane: lane.name, err: describe(error) }, 'job poll failed');
+      warnFailed({ lane: lane.name }, 'job poll failed', error);
     } finally {
       lane.polling = false;
     }
@@ -574,7 +587,7 @@ export function createJobQueue(options: JobQueueOptions) {
       try {
         await entry.task();
       } catch (error) {
-        log.warn({ schedule: entry.name, err: describe(error) }, 'scheduled task failed');
+        warnFailed({ schedule: entry.name }, 'scheduled task failed', error);
       } finally {
         busy = false;
       }

@@ -17,6 +17,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { type AuthContext, isOwnHost } from '../http/auth.js';
@@ -95,6 +96,7 @@ const POST_RESPONSES = {
   413: ErrorRef,
   429: ErrorRef,
   500: ErrorRef,
+  503: ErrorRef,
 };
 const GET_RESPONSES = {
   200: {
@@ -106,6 +108,7 @@ const GET_RESPONSES = {
   413: ErrorRef,
   429: ErrorRef,
   500: ErrorRef,
+  503: ErrorRef,
 };
 
 declare module 'fastify' {
@@ -130,7 +133,15 @@ function isJsonRpcShaped(value: unknown): boolean {
 
 export function registerMcpRoutes(
   app: FastifyInstance,
-  deps: { operations: Operation[]; services: Services; config: Config; redis?: Redis | undefined; namespace: string },
+  deps: {
+    operations: Operation[];
+    services: Services;
+    config: Config;
+    redis?: Redis | undefined;
+    namespace: string;
+    /** Told of a tool that failed for want of the database (logged once per outage). */
+    outages?: Pick<DatabaseOutages, 'failed'>;
+  },
 ): void {
   const { config, services } = deps;
   app.addSchema(JsonRpcErrorSchema);
@@ -205,6 +216,7 @@ export function registerMcpRoutes(
           return toolError(error.code, error.message, paramOf(error, call.params.arguments));
         }
         const refused = fromDatabase(error);
+        if (refused?.code === 'service_unavailable') deps.outages?.failed(error);
         if (refused) return toolError(refused.code, refused.message);
         const eventId = newId();
         request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');

@@ -113,6 +113,8 @@ function errorStatuses(op: Operation): number[] {
     'validation_error',
     'rate_limit_exceeded',
     'internal_error',
+    // The database cannot be reached, or the server is shutting down (Retry-After).
+    'service_unavailable',
     // Headers over 16 KB, or a body over BODY_LIMIT_BYTES (sent even where none is taken).
     'request_too_large',
     ...(op.params ? (['not_found'] as const) : []),

@@ -18,12 +18,14 @@ import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
+import { isDatabaseUnreachable } from '../../db/errors.js';
+import type { DatabaseOutages } from '../../db/outage.js';
 import { DomainError } from '../../domain/errors.js';
 import type { OwnerService, OwnerSession } from '../../domain/owners.js';
 import { SCOPE_RESOURCES } from '../../domain/scopes.js';
 import type { TenantService } from '../../domain/tenants.js';
 import { type Authenticator, tenantFromHost } from '../../http/auth.js';
-import { ERROR_CATALOGUE, summarize } from '../../http/errors.js';
+import { ERROR_CATALOGUE, summarize, UNAVAILABLE_RETRY_AFTER_S } from '../../http/errors.js';
 import { isUuid, newId } from '../../lib/ids.js';
 import { startsWithCalendarDate } from '../../lib/time.js';
 import { SETTINGS_CSS, SETTINGS_JS } from './assets.js';
@@ -93,13 +95,18 @@ export interface SettingsDeps {
   tenants: TenantService;
   owners: OwnerService;
   authenticator: Authenticator;
+  /** Told of a page that failed for want of the database (logged once per outage). */
+  outages?: Pick<DatabaseOutages, 'failed'>;
 }
 
 export async function registerSettingsPages(app: FastifyInstance, deps: SettingsDeps): Promise<void> {
   await app.register(async (settings) => settingsPlugin(settings, deps));
 }
 
-async function settingsPlugin(settings: FastifyInstance, { config, tenants, owners, authenticator }: SettingsDeps) {
+async function settingsPlugin(
+  settings: FastifyInstance,
+  { config, tenants, owners, authenticator, outages }: SettingsDeps,
+) {
   await settings.register(cookie);
   await settings.register(formbody, { bodyLimit: 64 * 1024 });
   await settings.register(csrf, {
@@ -134,6 +141,10 @@ async function settingsPlugin(settings: FastifyInstance, { config, tenants, owne
     if (error instanceof DomainError) {
       status = ERROR_CATALOGUE[error.code].status;
       message = error.message;
+    } else if (isDatabaseUnreachable(error)) {
+      outages?.failed(error);
+      reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_S);
+      return html(reply, 503, errorPage(503, 'The service is briefly unavailable. Please try again in a few seconds.'));
     } else if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
       status = 403;
       message = 'This form has expired or did not come from this page. Reload the page and try again.';
