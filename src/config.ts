@@ -38,6 +38,8 @@ export interface Config {
   jobPollMs: number;
   /** How long stopping waits for running jobs before aborting them (they are then retried). */
   jobStopGraceMs: number;
+  /** On shutdown, how long requests are still served after /readyz turns 503 (SHUTDOWN_DELAY_MS). */
+  shutdownDelayMs: number;
   /** One webhook delivery attempt may take this long (WEBHOOK_TIMEOUT_MS). */
   webhookTimeoutMs: number;
   /** Webhook deliveries one process attempts at once, in a job lane of their own (WEBHOOK_CONCURRENCY). */
@@ -242,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     autoSyncIntervalMinutes: int(env, 'AUTO_SYNC_INTERVAL_MINUTES', 1440, 1, 525_600),
     jobPollMs: int(env, 'JOB_POLL_MS', 1000, 10, 600_000),
     jobStopGraceMs: int(env, 'JOB_STOP_GRACE_MS', 10_000, 0, 600_000),
+    shutdownDelayMs: int(env, 'SHUTDOWN_DELAY_MS', 0, 0, 300_000),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookConcurrency,
     webhookTenantConcurrency: int(

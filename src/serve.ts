@@ -49,7 +49,7 @@ export async function serve(config: Config): Promise<void> {
   await migrateToLatest(database.db);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
 
-  const { app, services, jobs } = await buildApp({ config, db: database.db, redis });
+  const { app, services, jobs, drain } = await buildApp({ config, db: database.db, redis });
   const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
   const sealed = await services.webhooks.sealStoredSecrets();
   if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets sealed under SECRETS_KEY');
@@ -69,6 +69,10 @@ export async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down');
+    // /readyz answers 503 from now on; requests are still served for SHUTDOWN_DELAY_MS, so load
+    // balancers stop sending them before the listener closes (then new ones answer 503).
+    drain();
+    if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
     // Past the jobs' grace period (JOB_STOP_GRACE_MS) and a margin for the rest, exit regardless.
     const forceAfterMs = Math.max(15_000, config.jobStopGraceMs + 5_000);
     const force = setTimeout(() => {

@@ -54,7 +54,17 @@ export interface App {
   authenticator: Authenticator;
   /** The durable job queue; not polling until `jobs.start()`. */
   jobs: JobQueue;
+  /**
+   * Shutdown begins: /readyz answers 503 from now on (load balancers stop sending requests), the
+   * rest is still served until `app.close()`, which does this too.
+   */
+  drain(): void;
 }
+
+/** `Retry-After` of a request refused because this server is shutting down: another may answer. */
+const CLOSING_RETRY_AFTER_S = 2;
+/** What a closing server still answers itself: liveness, and readiness (503) for the balancer. */
+const ANSWERED_WHILE_CLOSING = new Set(['/healthz', '/readyz']);
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -145,7 +155,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     },
     forceCloseConnections: 'idle',
     clientErrorHandler: refuseClient,
-    return503OnClosing: true,
+    // Requests that arrive while the server closes (on a kept-alive connection) are answered
+    // below, in the spec's error shape with Retry-After, rather than with Fastify's own body.
+    return503OnClosing: false,
     // Router errors (bad percent-encoding, an over-long path segment) in the spec's error shape too.
     // They are answered before any hook runs, so they are counted here, against the budget of a
     // path with no route: same key, same headers, and past the budget the same 429.
@@ -225,6 +237,26 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     raw.once('end', settled);
     raw.once('close', settled);
     done();
+  });
+
+  // Shutdown: draining (readiness 503) from `drain()` or the start of `app.close()`; closing
+  // (new requests 503 `service_unavailable`) from the start of `app.close()`, before any other
+  // preClose hook, while in-flight requests finish. Before the rate limit, so it costs no budget.
+  let draining = false;
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    draining = true;
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!closing || ANSWERED_WHILE_CLOSING.has(request.routeOptions.url ?? '')) return done();
+    reply.header('retry-after', CLOSING_RETRY_AFTER_S);
+    answerError(
+      new DomainError('service_unavailable', 'The server is shutting down; retry (another instance may answer).'),
+      request,
+      reply,
+    );
   });
 
   // The durable job queue (src/jobs/queue.ts); serve.ts starts its workers after listen.
@@ -339,6 +371,11 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   app.get('/healthz', { schema: { hide: true }, config: { rateLimit: false } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
+    // Shutdown has begun: load balancers stop sending requests here.
+    if (draining) {
+      reply.code(503);
+      return { status: 'unavailable', reason: 'shutting down' };
+    }
     try {
       await sql`select 1`.execute(db);
       return { status: 'ready' };
@@ -350,5 +387,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     }
   });
 
-  return { app, services, authenticator, jobs };
+  const drain = () => {
+    draining = true;
+  };
+  return { app, services, authenticator, jobs, drain };
 }

@@ -2,6 +2,7 @@
 // schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
@@ -79,6 +80,8 @@ export interface TestAppOptions {
   databaseUrl?: string;
   /** The database handle the app is given, made from the test's (a plugin that fails on demand, say). */
   wrapDb?: (db: Db) => Db;
+  /** Adds routes of the test's own before the app is ready. */
+  routes?: (app: FastifyInstance) => void;
 }
 
 export async function startTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -105,6 +108,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
     redisNamespace: options.redisNamespace ?? `test-rl-${randomBytes(4).toString('hex')}:`,
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
+  options.routes?.(built.app);
   await built.app.ready();
   if (options.startJobs) built.jobs.start();
 
