@@ -63,6 +63,8 @@ export interface App {
 
 /** `Retry-After` of a request refused because this server is shutting down: another may answer. */
 const CLOSING_RETRY_AFTER_S = 2;
+/** /readyz waits this long for the database, then answers 503 (a stalled database, a full pool). */
+export const READY_CHECK_TIMEOUT_MS = 1_500;
 /** What a closing server still answers itself: liveness, and readiness (503) for the balancer. */
 const ANSWERED_WHILE_CLOSING = new Set(['/healthz', '/readyz']);
 
@@ -370,20 +372,43 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   await registerDocsRoutes(app);
 
   app.get('/healthz', { schema: { hide: true }, config: { rateLimit: false } }, async () => ({ status: 'ok' }));
+  // Readiness: 503 once shutdown has begun, or when the database does not answer within
+  // READY_CHECK_TIMEOUT_MS. One check at a time: a probe that finds the last one still waiting
+  // (a stalled connection) waits on it too, rather than taking another pooled connection.
+  let readyCheck: Promise<void> | undefined;
+  const databaseAnswers = () => {
+    readyCheck ??= sql`select 1`
+      .execute(db)
+      .then(() => undefined)
+      .finally(() => {
+        readyCheck = undefined;
+      });
+    return readyCheck;
+  };
   app.get('/readyz', { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
-    // Shutdown has begun: load balancers stop sending requests here.
     if (draining) {
       reply.code(503);
       return { status: 'unavailable', reason: 'shutting down' };
     }
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await sql`select 1`.execute(db);
+      await Promise.race([
+        databaseAnswers(),
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`the database did not answer within ${READY_CHECK_TIMEOUT_MS} ms`)),
+            READY_CHECK_TIMEOUT_MS,
+          );
+        }),
+      ]);
       return { status: 'ready' };
     } catch (error) {
       if (isDatabaseUnreachable(error)) outages.failed(error);
       else request.log.warn({ err: summarize(error) }, 'database not reachable');
       reply.code(503);
       return { status: 'unavailable', reason: 'database not reachable' };
+    } finally {
+      clearTimeout(timer);
     }
   });
 

@@ -6,6 +6,7 @@
 import net from 'node:net';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { READY_CHECK_TIMEOUT_MS } from '../src/server.js';
 import { startTestApp, type TestApp } from './helpers.js';
 
 /** A gate a test route waits on: `opened` once the route waits, `open()` lets it answer. */
@@ -121,7 +122,7 @@ describe('a server that closes while requests arrive', () => {
 
 describe('/readyz', () => {
   let t: TestApp;
-  const stalled = false;
+  let stalled = false;
   let release = () => {};
   // A database that takes a statement and does not answer it (until released).
   const stall: KyselyPlugin = {
@@ -136,6 +137,21 @@ describe('/readyz', () => {
     t = await startTestApp({}, { wrapDb: (db) => db.withPlugin(stall) });
   });
   afterAll(() => t.close());
+
+  it('answers 503 when the database does not answer within READY_CHECK_TIMEOUT_MS, and 200 once it does', async () => {
+    expect((await t.call({ url: '/readyz' })).status).toBe(200);
+    stalled = true;
+    const started = Date.now();
+    const [a, b] = await Promise.all([t.call({ url: '/readyz' }), t.call({ url: '/readyz' })]);
+    const took = Date.now() - started;
+    expect([a.status, b.status]).toEqual([503, 503]);
+    expect(a.body).toEqual({ status: 'unavailable', reason: 'database not reachable' });
+    expect(took).toBeGreaterThanOrEqual(READY_CHECK_TIMEOUT_MS - 50);
+    expect(took).toBeLessThan(READY_CHECK_TIMEOUT_MS + 1_000);
+    stalled = false;
+    release();
+    expect((await t.call({ url: '/readyz' })).status).toBe(200);
+  }, 10_000);
 
   it('answers 503 once shutdown has begun (drain), while the API still answers', async () => {
     const { key } = await t.tenant();
