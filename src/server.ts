@@ -227,8 +227,10 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // that limit does not reach a body whose headers have arrived.
   app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw;
-    // Requests made in-process (`inject`) have no socket of their own to time out.
-    if (raw.complete || !(raw.socket instanceof Socket)) return done();
+    // Only a request with a body still to come (not yet `complete` when its headers are read, even
+    // a GET); requests made in-process (`inject`) have no socket of their own to time out.
+    const body = raw.headers['content-length'] !== undefined || raw.headers['transfer-encoding'] !== undefined;
+    if (!body || raw.complete || !(raw.socket instanceof Socket)) return done();
     const timer = setTimeout(() => {
       if (raw.complete) return;
       // Answered already (a 401 before the body was read): the connection is only closed.
