@@ -1,41 +1,12 @@
 // A PostgreSQL connection lost (src/db/client.ts): the database restarted, a failover or a proxy cut
 // it. The pool's clients see it as an 'error' event, which nobody listened to: the process ended.
 // PostgreSQL only (TEST_DATABASE_URL), through a TCP proxy of the test's own that can cut them.
-import net from 'node:net';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/client.js';
+import { cuttableProxy } from './helpers.js';
 
 const url = process.env.TEST_DATABASE_URL;
-
-/** A TCP proxy to PostgreSQL; `cut()` drops every connection through it. */
-async function cuttableProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxied = new URL(target);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: proxied.toString(),
-    cut: () => {
-      for (const socket of sockets) socket.destroy();
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe.runIf(url)('a PostgreSQL connection lost', () => {
   it('ends no process: the query on it fails, a client idle or checked out is dropped, and the next query connects afresh', async () => {
@@ -52,6 +23,7 @@ describe.runIf(url)('a PostgreSQL connection lost', () => {
         await sql`select 1`.execute(trx);
       });
       await expect(transaction).rejects.toThrow();
+      proxy.restore();
       const { rows } = await sql<{ n: number }>`select 2 as n`.execute(database.db);
       expect(rows).toEqual([{ n: 2 }]);
     } finally {

@@ -4,12 +4,11 @@
 // answers again), not a stack per request or per poll of the job queue. On PGlite and PostgreSQL
 // the app's statements fail on demand (a Kysely plugin throwing node-postgres's error); on
 // PostgreSQL the app's connections also go through a TCP proxy of the test's own that cuts them.
-import net from 'node:net';
 import { Writable } from 'node:stream';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnreachable } from '../src/db/errors.js';
-import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { cuttableProxy, expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 type LogLine = Record<string, unknown> & { level: number; msg?: string };
 
@@ -149,44 +148,6 @@ describe('a database that cannot be reached (statements fail)', () => {
     await expectRecovery(t, key, log.lines);
   });
 });
-
-/** A TCP proxy to PostgreSQL; `cut()` drops every connection through it and refuses new ones. */
-async function cuttableProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let refusing = false;
-  const server = net.createServer((client) => {
-    if (refusing) {
-      client.destroy();
-      return;
-    }
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxied = new URL(target);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: proxied.toString(),
-    cut: () => {
-      refusing = true;
-      for (const socket of sockets) socket.destroy();
-    },
-    restore: () => {
-      refusing = false;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe.runIf(usingPostgres)('a PostgreSQL whose connections are cut (TCP proxy)', () => {
   let t: TestApp;

@@ -2,6 +2,7 @@
 // schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
@@ -180,4 +181,42 @@ export function expectError(result: CallResult, status: number, code: string, pa
   if (!String(error.doc_url).endsWith(`/docs/errors#${code}`)) throw new Error(`bad doc_url: ${detail}`);
   if (param !== undefined && error.param !== param) throw new Error(`expected param ${param}, got ${detail}`);
   return error;
+}
+
+/** A TCP proxy to PostgreSQL; `cut()` drops every connection through it and refuses new ones. */
+export async function cuttableProxy(target: URL) {
+  const sockets = new Set<net.Socket>();
+  let refusing = false;
+  const server = net.createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxied = new URL(target);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: proxied.toString(),
+    cut: () => {
+      refusing = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore: () => {
+      refusing = false;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
