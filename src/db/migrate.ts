@@ -58,12 +58,14 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
     provider: { getMigrations: async () => migrations },
     migrationTableSchema: schema,
   });
-  // Before it takes its lock, the migrator lists the tables of every schema it may read; another
-  // client dropping a schema during that scan fails it with invalid_schema_name (3F000), though
-  // nothing of ours changed. Nothing was migrated then, so it is asked again.
+  // Before it takes its lock, the migrator lists the tables (and their columns) of every schema it
+  // may read; another client dropping or altering a schema during that scan fails it, though
+  // nothing of ours changed: invalid_schema_name (3F000), or a table or column gone from under
+  // `pg_get_serial_sequence` (42P01, 42703). An error there comes without results: nothing was
+  // migrated, so it is asked again.
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
-    if (error && isSchemaGone(error) && attempt < 5) continue;
+    if (error && results === undefined && isCatalogRace(error) && attempt < 5) continue;
     if (error) throw error instanceof Error ? error : new Error(String(error));
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
@@ -92,8 +94,12 @@ async function refuseNewerDatabase(db: Kysely<Database>, schema: string): Promis
   );
 }
 
-function isSchemaGone(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '3F000';
+const CATALOG_RACE_CODES = new Set(['3F000', '42P01', '42703']);
+
+function isCatalogRace(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && CATALOG_RACE_CODES.has(String((error as { code?: unknown }).code))
+  );
 }
 
 async function currentSchema(db: Kysely<Database>): Promise<string> {
