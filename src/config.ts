@@ -74,6 +74,13 @@ export interface Config {
   simulationConcurrency: number;
   /** How long one dashboard analytics report may take before it answers `export_failed` (ANALYTICS_TIMEOUT_MS). */
   analyticsTimeoutMs: number;
+  /** How long a full-text search may wait for a slot, then run, before it is refused (SEARCH_TIMEOUT_MS). */
+  searchTimeoutMs: number;
+  /**
+   * Full-text searches and dashboard reports running at once in this process (SEARCH_MAX_CONCURRENT;
+   * half the database pool on PostgreSQL, 1 on PGlite); one tenant may hold half of them, rounded up.
+   */
+  searchMaxConcurrent: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -218,11 +225,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SECRETS_KEY_PREVIOUS is the key before a change of SECRETS_KEY: set SECRETS_KEY too');
   }
   const webhookConcurrency = int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256);
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
     dataDir: str(env, 'DATA_DIR') ?? './data',
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     databasePreparedStatements: int(env, 'DATABASE_PREPARED_STATEMENTS', 200, 0, 10_000),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'workspace:',
@@ -266,6 +274,8 @@ export function loadConfig(env: Env = process.env): Config {
     clientFunctionTimeoutMs: int(env, 'CLIENT_FUNCTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
     simulationConcurrency: int(env, 'SIMULATION_CONCURRENCY', 4, 1, 32),
     analyticsTimeoutMs: int(env, 'ANALYTICS_TIMEOUT_MS', 15_000, 1, 600_000),
+    searchTimeoutMs: int(env, 'SEARCH_TIMEOUT_MS', 5_000, 1, 600_000),
+    searchMaxConcurrent: int(env, 'SEARCH_MAX_CONCURRENT', databaseUrl ? 5 : 1, 1, 1000),
     logLevel: logLevel as Config['logLevel'],
   };
 }

@@ -3,17 +3,18 @@
 // messages, resolution and handoff rates, feedback, knowledge gaps opened, median first-response
 // time — and a zero-filled daily series.
 //
-// Time limit (spec error `export_failed`): the report runs in a transaction with
-// `statement_timeout` set locally to ANALYTICS_TIMEOUT_MS, so PostgreSQL cancels a statement that
-// outruns it; and a JS deadline of the same length answers even if the database does not. PGlite
-// has no statement timeout (it ignores the setting): there the deadline answers, while the
-// statement runs to its end in the database's thread (src/db/pglite-thread.ts).
+// Time limit (spec error `export_failed`): the report runs as a heavy query (src/db/heavy-queries.ts)
+// in a transaction with `statement_timeout` set locally to ANALYTICS_TIMEOUT_MS, so PostgreSQL
+// cancels a statement that outruns it; and a JS deadline of the same length answers even if the
+// database does not. PGlite has no statement timeout (it ignores the setting): there the deadline
+// answers, while the statement runs to its end in the database's thread (src/db/pglite-thread.ts).
+// It shares the heavy queries' slots with full-text searches: none free in time answers 503.
 import { type RawBuilder, sql } from 'kysely';
-import type { Db } from '../db/client.js';
-import { isQueryCanceled } from '../db/errors.js';
+import type { HeavyQueries } from '../db/heavy-queries.js';
 import { startsWithCalendarDate } from '../lib/time.js';
 import { isCustomerConversation } from './conversations.js';
 import { DomainError, MissingParameterError, ValidationError } from './errors.js';
+import { tooManyHeavyQueries } from './text-search.js';
 
 export const REPORT_TYPES = ['last_7_days', 'last_30_days', 'last_90_days', 'custom'] as const;
 export type ReportType = (typeof REPORT_TYPES)[number];
@@ -135,14 +136,15 @@ function exportFailed(timeoutMs: number): DomainError {
 }
 
 export interface AnalyticsServiceDeps {
-  db: Db;
+  /** Reports run as heavy queries (src/db/heavy-queries.ts), beside full-text searches. */
+  heavy: HeavyQueries;
   /** ANALYTICS_TIMEOUT_MS. */
   timeoutMs: number;
   now?: () => Date;
 }
 
 export function createAnalyticsService(deps: AnalyticsServiceDeps) {
-  const { db, timeoutMs } = deps;
+  const { heavy, timeoutMs } = deps;
   const now = deps.now ?? (() => new Date());
 
   /** The report's one statement: a row per day of the range, and the overall median on each. */
@@ -256,35 +258,14 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
     `;
   }
 
-  /** Runs `work` under the time limit: the statement timeout inside, a deadline outside. */
-  async function withinTimeLimit<T>(work: (trx: Db) => Promise<T>): Promise<T> {
-    const started = performance.now();
-    const running = db.transaction().execute(async (trx) => {
-      await sql`select set_config('statement_timeout', ${String(timeoutMs)}, true)`.execute(trx);
-      return work(trx);
-    });
-    // The deadline may answer first; the abandoned work must not become an unhandled rejection.
-    running.catch(() => undefined);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(exportFailed(timeoutMs)), timeoutMs);
-    });
-    try {
-      const result = await Promise.race([running, deadline]);
-      if (performance.now() - started > timeoutMs) throw exportFailed(timeoutMs);
-      return result;
-    } catch (error) {
-      if (isQueryCanceled(error)) throw exportFailed(timeoutMs);
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
+  const limit = { timeoutMs, tooLong: () => exportFailed(timeoutMs), busy: tooManyHeavyQueries };
 
   return {
     async dashboard(tenantId: string, input: DashboardInput): Promise<DashboardReport> {
       const { start, end } = resolveRange(input, now());
-      const rows = await withinTimeLimit(
+      const rows = await heavy.run(
+        tenantId,
+        limit,
         async (trx) => (await reportQuery(tenantId, input, start, end).execute(trx)).rows,
       );
       const sum = (pick: (row: SeriesRow) => number) => rows.reduce((n, row) => n + Number(pick(row)), 0);

@@ -14,7 +14,7 @@ import { isUuid, newId } from '../lib/ids.js';
 import { iso, startsWithCalendarDate } from '../lib/time.js';
 import { ConflictError, checkBulkItems, MissingParameterError, NotFoundError, ValidationError } from './errors.js';
 import { decodeIdCursor, decodeRankCursor, newestFirst, type Page, rankCursor, toList } from './pagination.js';
-import { searchQuery } from './text-search.js';
+import { type SearchRunner, searchQuery } from './text-search.js';
 
 /** Row `data` may nest objects and arrays this many levels deep (the object itself is level 1). */
 export const MAX_DATA_DEPTH = 32;
@@ -284,7 +284,7 @@ function normalizeRow(
 
 // --- the service -------------------------------------------------------------------------------
 
-export function createCustomDataSourceService({ db }: { db: Db }) {
+export function createCustomDataSourceService({ db, search }: { db: Db; search: SearchRunner }) {
   /** The source named by id (a UUID) or slug (anything else), in this tenant only. */
   async function findSource(
     executor: Kysely<Database>,
@@ -598,7 +598,8 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
         }
         const after = decodeRankCursor(query.cursor);
         // float8 carries the float4 rank exactly, so the cursor's score compares equal to it.
-        const { rows } = await sql<StoredRow>`
+        const { rows } = await search(tenantId, (trx) =>
+          sql<StoredRow>`
           select * from (
             select ${ROW_COLUMNS}, ts_rank(search, query)::float8 as score
             from ${table}, websearch_to_tsquery('simple', ${query.q}) as query
@@ -606,7 +607,8 @@ export function createCustomDataSourceService({ db }: { db: Db }) {
           ) as ranked
           ${after ? sql`where (score, id) < (${after.s}::float8, ${after.i}::uuid)` : sql``}
           order by score desc, id desc
-          limit ${query.limit + 1}`.execute(db);
+          limit ${query.limit + 1}`.execute(trx),
+        );
         return toList(rows, query, toRowRecord, (row) => rankCursor(Number(row.score), row.id));
       });
     },

@@ -21,7 +21,14 @@ import {
 } from './errors.js';
 import { documentRanks } from './knowledge-search.js';
 import { decodeRankCursor, type List, newestFirst, type Page, rankCursor, toList } from './pagination.js';
-import { DEFAULT_LANGUAGE, normalizeLanguage, searchConfigFor, searchConfigSql, searchQuery } from './text-search.js';
+import {
+  DEFAULT_LANGUAGE,
+  normalizeLanguage,
+  type SearchRunner,
+  searchConfigFor,
+  searchConfigSql,
+  searchQuery,
+} from './text-search.js';
 
 type Executor = Db | Transaction<Database>;
 
@@ -182,7 +189,7 @@ const contentHash = (title: string, content: string) =>
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
 
-export function createDocumentService({ db }: { db: Db }) {
+export function createDocumentService({ db, search }: { db: Db; search: SearchRunner }) {
   /** A body `source_id` must name a manual source of the tenant: website pages come from their crawl. */
   async function checkManualSource(executor: Executor, tenantId: string, sourceId: string): Promise<void> {
     const source = await executor
@@ -259,7 +266,8 @@ export function createDocumentService({ db }: { db: Db }) {
       const q = searchQuery(page.q);
       if (q !== undefined) {
         const after = decodeRankCursor(page.cursor);
-        const result = await sql<DocumentRow>`
+        const result = await search(tenantId, (trx) =>
+          sql<DocumentRow>`
           with ranked as (${documentRanks(tenantId, q, { sourceId: page.source_id })})
           select d.id, d.title, d.content, d.language, d.source_id, d.page_id, d.url, d.created_at, d.updated_at,
                  r.rank,
@@ -281,7 +289,8 @@ export function createDocumentService({ db }: { db: Db }) {
           ${after ? sql`where (r.rank, d.id) < (${after.s}::float8, ${after.i}::uuid)` : sql``}
           order by r.rank desc, d.id desc
           limit ${page.limit + 1}
-        `.execute(db);
+        `.execute(trx),
+        );
         return toList(result.rows, page, toDocumentRecord, (row) => rankCursor(Number(row.rank), row.id));
       }
       let query = db.selectFrom('documents').select(DOCUMENT_COLUMNS).where('tenant_id', '=', tenantId);

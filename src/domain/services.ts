@@ -2,6 +2,7 @@
 import { createAgentArea } from '../agent/index.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
+import { createHeavyQueries } from '../db/heavy-queries.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import { createAnalyticsService } from './analytics.js';
@@ -19,6 +20,7 @@ import { createSourceService } from './sources.js';
 import { createTaskLinkService } from './task-links.js';
 import { createTaskService } from './tasks.js';
 import { createTenantService } from './tenants.js';
+import { searchRunner } from './text-search.js';
 import { createUserService } from './users.js';
 import { createWebhookService } from './webhooks/endpoints.js';
 import { createWorkflowService } from './workflows.js';
@@ -36,8 +38,14 @@ export function createServices({
 }) {
   // Webhook events (issue 12): every area that reports events is given this one emitter.
   const emitEvent = createEventEmitter({ jobs });
-  const documents = createDocumentService({ db });
-  const customDataSources = createCustomDataSourceService({ db });
+  // Full-text searches and dashboard reports share one process's slots and time limits.
+  const heavy = createHeavyQueries(db, {
+    maxConcurrent: config.searchMaxConcurrent,
+    perTenant: Math.ceil(config.searchMaxConcurrent / 2),
+  });
+  const search = searchRunner(heavy, config.searchTimeoutMs);
+  const documents = createDocumentService({ db, search });
+  const customDataSources = createCustomDataSourceService({ db, search });
   // The agent area (src/agent/index.ts): knowledge search and the gap queue are injected.
   const gaps = createKnowledgeGapService({ db, documents, emitEvent });
   const agentArea = createAgentArea({
@@ -103,7 +111,7 @@ export function createServices({
             })
           : undefined,
     }),
-    analytics: createAnalyticsService({ db, timeoutMs: config.analyticsTimeoutMs }),
+    analytics: createAnalyticsService({ heavy, timeoutMs: config.analyticsTimeoutMs }),
   };
 }
 

@@ -1,7 +1,9 @@
 // Languages and PostgreSQL text-search configurations. A passage is indexed with the
 // configuration of its language (stemming, stop words); queries are parsed with the same one.
 import { sql } from 'kysely';
-import { ValidationError } from './errors.js';
+import type { Db } from '../db/client.js';
+import type { HeavyQueries } from '../db/heavy-queries.js';
+import { DomainError, ValidationError } from './errors.js';
 
 /** Primary language subtag → text-search configuration; any other language uses `simple`. */
 export const SEARCH_CONFIGS: Readonly<Record<string, string>> = {
@@ -57,3 +59,30 @@ export function searchQuery(q: string | undefined): string | undefined {
   if (trimmed === '') throw new ValidationError('q', 'q must hold something to search for.');
   return trimmed;
 }
+
+/** Runs a tenant's full-text search (`q`) in a transaction of its own, under the shared limits. */
+export type SearchRunner = <T>(tenantId: string, work: (trx: Db) => Promise<T>) => Promise<T>;
+
+/**
+ * Searches run as heavy queries (src/db/heavy-queries.ts): one that runs past `timeoutMs` is
+ * stopped and answers 422 naming `q`; one that finds no slot free within it answers 503.
+ */
+export function searchRunner(heavy: HeavyQueries, timeoutMs: number): SearchRunner {
+  const limit = {
+    timeoutMs,
+    tooLong: () =>
+      new ValidationError(
+        'q',
+        `The search took longer than ${timeoutMs} ms and was stopped: search for fewer or rarer words, or narrow it with a filter.`,
+      ),
+    busy: () => tooManyHeavyQueries(),
+  };
+  return (tenantId, work) => heavy.run(tenantId, limit, work);
+}
+
+/** No slot for a search or report freed in time (503, with `Retry-After`). */
+export const tooManyHeavyQueries = () =>
+  new DomainError(
+    'service_unavailable',
+    'Too many searches and reports are running at the moment; retry after the `Retry-After` seconds.',
+  );

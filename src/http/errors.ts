@@ -110,7 +110,7 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     status: 503,
     type: 'api_error',
     condition:
-      'The database cannot be reached, or this server is shutting down; nothing was done. Retry after the `Retry-After` seconds.',
+      'The database cannot be reached, this server is shutting down, or too many full-text searches and reports are running (SEARCH_MAX_CONCURRENT); nothing was done. Retry after the `Retry-After` seconds.',
   },
   internal_error: {
     status: 500,

@@ -1,0 +1,197 @@
+// Full-text searches and dashboard reports are heavy queries (src/db/heavy-queries.ts): they run
+// in a bounded number of slots, a tenant in at most its share of them, and under a time limit.
+import type { KyselyPlugin, QueryId, RootOperationNode } from 'kysely';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFairSlots, createHeavyQueries } from '../src/db/heavy-queries.js';
+import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+
+describe('fair slots', () => {
+  it('hold at most `total`, a key at most `perKey`, and serve waiters in turn', async () => {
+    const slots = createFairSlots(3, 2);
+    const a1 = await slots.acquire('a', 1000);
+    const a2 = await slots.acquire('a', 1000);
+    expect(slots.held('a')).toBe(2);
+    // a's share is full: a third waits, while b still gets a slot.
+    const a3 = slots.acquire('a', 1000);
+    const b1 = await slots.acquire('b', 1000);
+    expect(slots.held()).toBe(3);
+    // Every slot is taken: b and c wait behind a.
+    const b2 = slots.acquire('b', 1000);
+    const c1 = slots.acquire('c', 1000);
+    expect(slots.waiting()).toBe(3);
+    const order: string[] = [];
+    void a3.then(() => order.push('a3'));
+    void b2.then(() => order.push('b2'));
+    void c1.then(() => order.push('c1'));
+    b1?.(); // b's slot frees: a3 is first in line, but a holds its share; b2 is next.
+    b1?.(); // a second release of the same slot changes nothing
+    await Promise.resolve();
+    expect(order).toEqual(['b2']);
+    a1?.(); // now a3, first in line, under its share again
+    await Promise.resolve();
+    expect(order).toEqual(['b2', 'a3']);
+    expect(slots.held('a')).toBe(2);
+    a2?.();
+    await Promise.resolve();
+    expect(order).toEqual(['b2', 'a3', 'c1']);
+    expect(slots.waiting()).toBe(0);
+  });
+
+  it('give up after the wait, and leave the line', async () => {
+    const slots = createFairSlots(1, 1);
+    const first = await slots.acquire('a', 1000);
+    const started = Date.now();
+    expect(await slots.acquire('b', 60)).toBeUndefined();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(50);
+    expect(slots.waiting()).toBe(0);
+    first?.();
+    expect(slots.held()).toBe(0);
+    expect(await slots.acquire('b', 60)).toBeTypeOf('function');
+  });
+});
+
+describe('heavy queries on the database', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  const limit = (timeoutMs: number) => ({
+    timeoutMs,
+    tooLong: () => new Error('too long'),
+    busy: () => new Error('busy'),
+  });
+
+  it.skipIf(!usingPostgres)('PostgreSQL cancels a statement past the time limit, and its slot frees', async () => {
+    const heavy = createHeavyQueries(t.database.db, { maxConcurrent: 1, perTenant: 1 });
+    const started = Date.now();
+    await expect(heavy.run('t1', limit(200), (trx) => sql`select pg_sleep(5)`.execute(trx))).rejects.toThrow(
+      'too long',
+    );
+    // Canceled, not abandoned: the slot is free long before the 5 s sleep would have ended.
+    while (Date.now() - started < 2000) {
+      const release = await heavy.run('t1', limit(50), async () => 'ran').catch(() => undefined);
+      if (release === 'ran') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('the slot stays taken until the statement ends, though the deadline has answered', async () => {
+    const heavy = createHeavyQueries(t.database.db, { maxConcurrent: 1, perTenant: 1 });
+    let finish = () => {};
+    const held = new Promise<void>((resolve) => (finish = resolve));
+    // Work that outlives its deadline (the statement PGlite cannot cancel).
+    await expect(heavy.run('t1', limit(50), () => held)).rejects.toThrow('too long');
+    await expect(heavy.run('t2', limit(50), async () => 'ran')).rejects.toThrow('busy');
+    finish();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await heavy.run('t2', limit(200), async () => 'ran')).toBe('ran');
+  });
+});
+
+describe('full-text searches over HTTP', () => {
+  let t: TestApp;
+  let held: string | undefined; // the tenant whose searches the database holds, until released
+  let release = () => {};
+  let gate = Promise.resolve();
+  const holding = new WeakSet<QueryId>();
+  // A database that holds one tenant's full-text searches until released (their slots stay taken).
+  const hold: KyselyPlugin = {
+    transformQuery: (args) => {
+      const node = args.node as RootOperationNode & { sqlFragments?: string[]; parameters?: { value?: unknown }[] };
+      const search = node.sqlFragments?.some((fragment) => fragment.includes('websearch_to_tsquery'));
+      if (search && held !== undefined && node.parameters?.some((p) => p.value === held)) holding.add(args.queryId);
+      return args.node;
+    },
+    transformResult: async (args) => {
+      if (holding.has(args.queryId)) await gate;
+      return args.result;
+    },
+  };
+  const holdSearchesOf = (tenantId: string) => {
+    held = tenantId;
+    gate = new Promise<void>((resolve) => (release = resolve));
+  };
+
+  beforeAll(async () => {
+    t = await startTestApp(
+      { SEARCH_MAX_CONCURRENT: '2', SEARCH_TIMEOUT_MS: '300', ANALYTICS_TIMEOUT_MS: '300' },
+      { wrapDb: (db) => db.withPlugin(hold) },
+    );
+  });
+  afterAll(async () => {
+    release();
+    await t.close();
+  });
+
+  async function tenantWithDocument() {
+    const tenant = await t.tenant();
+    const created = await t.call({
+      method: 'POST',
+      url: '/api/v1/documents',
+      key: tenant.key,
+      body: { title: 'Returns', content: 'Parcels can be returned within thirty days.' },
+    });
+    expect(created.status).toBe(201);
+    return tenant;
+  }
+
+  it("a search past the time limit answers 422 naming q; the tenant's next waits for a slot of its share, then answers 503", async () => {
+    const a = await tenantWithDocument();
+    holdSearchesOf(a.tenantId);
+    // a's first search holds its one slot (of two) in the database past its time limit...
+    const first = t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // ...so its second waits for a slot of a's share, and gives up at the limit.
+    const waited = await t.call({ url: '/api/v1/documents?q=returned', key: a.key });
+    expectError(waited, 503, 'service_unavailable');
+    expect(waited.body.error.message).toContain('Too many searches');
+    expect(waited.headers['retry-after']).toBe('5');
+    const stopped = await first;
+    expectError(stopped, 422, 'validation_error', 'q');
+    expect(stopped.body.error.message).toContain('took longer than 300 ms');
+
+    // Once the database answers, the slot is a's again.
+    release();
+    held = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const again = await t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toHaveLength(1);
+  });
+
+  // On PGlite one open transaction holds every other client's statements (one database session).
+  it.skipIf(!usingPostgres)("another tenant's searches run while one tenant's fill its share", async () => {
+    const a = await tenantWithDocument();
+    const b = await tenantWithDocument();
+    holdSearchesOf(a.tenantId);
+    const first = t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const other = await t.call({ url: '/api/v1/documents?q=parcels', key: b.key });
+    expect(other.status).toBe(200);
+    expect(other.body.data).toHaveLength(1);
+    expect((await first).status).toBe(422);
+    release();
+    held = undefined;
+  });
+
+  it('a dashboard report waits for the same slots', async () => {
+    const a = await tenantWithDocument();
+    holdSearchesOf(a.tenantId);
+    const first = t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const report = await t.call({
+      method: 'POST',
+      url: '/api/v1/analytics/dashboard',
+      key: a.key,
+      body: { report_type: 'last_7_days' },
+    });
+    expectError(report, 503, 'service_unavailable');
+    expect((await first).status).toBe(422);
+    release();
+    held = undefined;
+  });
+});
