@@ -28,6 +28,8 @@ export interface Config {
   rateLimitPerMinute: number;
   mcpMaxConcurrent: number;
   mcpSlotWaitMs: number;
+  /** MCP event streams (GET /api/v1/mcp) one tenant may hold open on one process (MCP_MAX_STREAMS_PER_TENANT). */
+  mcpMaxStreamsPerTenant: number;
   sseHeartbeatMs: number;
   /** Browser origins allowed to call /api/v1/mcp besides the API's own. */
   mcpAllowedOrigins: string[];
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 1, 10_000_000),
     mcpMaxConcurrent: int(env, 'MCP_MAX_CONCURRENT', 16, 1, 10_000),
     mcpSlotWaitMs: int(env, 'MCP_SLOT_WAIT_MS', 2000, 0, 60_000),
+    mcpMaxStreamsPerTenant: int(env, 'MCP_MAX_STREAMS_PER_TENANT', 20, 1, 100_000),
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 100, 3_600_000),
     mcpAllowedOrigins: origins(env, 'MCP_ALLOWED_ORIGINS'),
     allowPrivateTargets: bool(env, 'ALLOW_PRIVATE_TARGETS', false),

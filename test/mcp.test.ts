@@ -465,6 +465,51 @@ describe('MCP transport rules', () => {
   });
 });
 
+describe('MCP event streams per tenant', () => {
+  it('a tenant holds at most MCP_MAX_STREAMS_PER_TENANT, over all its keys; another tenant is not held back; a closed stream frees its place', async () => {
+    const limited = await startTestApp({ MCP_MAX_STREAMS_PER_TENANT: '2', SSE_HEARTBEAT_MS: '60000' });
+    await limited.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = limited.app.server.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/v1/mcp`;
+    const open: AbortController[] = [];
+    const stream = async (apiKey: string) => {
+      const controller = new AbortController();
+      open.push(controller);
+      const r = await fetch(url, {
+        headers: { 'x-api-key': apiKey, accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      if (r.status === 200) await (r.body as ReadableStream<Uint8Array>).getReader().read(); // ': connected'
+      return { r, controller };
+    };
+    try {
+      const a = await limited.tenant();
+      const second = await limited.key(a.tenantId, ['apps:read']);
+      const b = await limited.tenant();
+      const first = await stream(a.key);
+      expect(first.r.status).toBe(200);
+      expect((await stream(second)).r.status).toBe(200);
+      const refused = await stream(a.key);
+      expect(refused.r.status).toBe(429);
+      expect(refused.r.headers.get('retry-after')).toBe('5');
+      expect(((await refused.r.json()) as { error: { code: string } }).error.code).toBe('concurrency_limit_exceeded');
+      expect((await stream(b.key)).r.status).toBe(200);
+
+      first.controller.abort();
+      const started = Date.now();
+      let again = await stream(a.key);
+      while (again.r.status === 429 && Date.now() - started < 2000) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        again = await stream(a.key);
+      }
+      expect(again.r.status).toBe(200);
+    } finally {
+      for (const controller of open) controller.abort();
+      await limited.close();
+    }
+  });
+});
+
 describe('MCP concurrency', () => {
   it('with one slot, a request that waits past MCP_SLOT_WAIT_MS gets 429 concurrency_limit_exceeded with Retry-After', async () => {
     const limited = await startTestApp({ MCP_MAX_CONCURRENT: '1', MCP_SLOT_WAIT_MS: '200' });

@@ -32,6 +32,8 @@ import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
 const PATH = '/api/v1/mcp';
+/** `Retry-After` of a stream refused at the tenant's limit: streams end when their clients go. */
+const STREAM_RETRY_AFTER_S = 5;
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
 /** A message, or each of a batch, with its tool arguments (if any) left empty. */
@@ -153,6 +155,8 @@ export function registerMcpRoutes(
     ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
     : createLocalSlots(config.mcpMaxConcurrent);
   const streams = new Set<ServerResponse>();
+  /** Open event streams per tenant, on this process. */
+  const streamsOf = new Map<string, number>();
 
   app.addHook('preClose', async () => {
     for (const stream of streams) stream.end();
@@ -311,13 +315,25 @@ export function registerMcpRoutes(
           tags: ['MCP'],
           operationId: 'mcpStream',
           summary: 'MCP server-to-client stream (SSE)',
-          description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id.`,
+          description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id. A workspace holds at most ${config.mcpMaxStreamsPerTenant} open on one server (MCP_MAX_STREAMS_PER_TENANT); one more answers 429 concurrency_limit_exceeded.`,
           security: [{ ScopedAPIKeyAuth: [] }],
           response: GET_RESPONSES,
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
+        const { tenantId } = request.auth as AuthContext;
         checkOrigin(request);
+        // A stream holds a socket and a timer for as long as the client keeps it: a tenant's are
+        // counted, so one tenant cannot hold the process's sockets.
+        const open = streamsOf.get(tenantId) ?? 0;
+        if (open >= config.mcpMaxStreamsPerTenant) {
+          reply.header('retry-after', STREAM_RETRY_AFTER_S);
+          throw new DomainError(
+            'concurrency_limit_exceeded',
+            `This workspace has ${open} MCP event streams open on this server, its limit (MCP_MAX_STREAMS_PER_TENANT); close one first.`,
+          );
+        }
+        streamsOf.set(tenantId, open + 1);
         const raw = openEventStream(reply);
         raw.write(': connected\n\n');
         const timer = setInterval(
@@ -325,9 +341,15 @@ export function registerMcpRoutes(
           config.sseHeartbeatMs,
         );
         streams.add(raw);
+        let ended = false;
         const end = () => {
+          if (ended) return;
+          ended = true;
           clearInterval(timer);
           streams.delete(raw);
+          const left = (streamsOf.get(tenantId) ?? 1) - 1;
+          if (left === 0) streamsOf.delete(tenantId);
+          else streamsOf.set(tenantId, left);
         };
         raw.on('close', end);
         request.raw.on('close', end);
