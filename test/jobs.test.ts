@@ -1,7 +1,8 @@
 // The durable job queue: jobs in the database, claimed with FOR UPDATE SKIP LOCKED under a lease,
 // deduplicated by key, retried with exponential backoff, taken over when their worker dies,
 // never run twice by several workers on one database, and run in lanes that never wait on each other,
-// where one tenant's jobs take at most the lane's per-tenant share of its slots.
+// where one tenant's jobs take at most the lane's per-tenant cap of its slots, or past its share
+// only while no other tenant's job is due.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
@@ -423,6 +424,38 @@ describe('job queue', () => {
     }
   });
 
+  it('the default lane gives a tenant half its workers while another tenant waits: the next free slot goes to the other tenant’s later job', async () => {
+    const long = uniqueKind('crawl');
+    const other = await t.tenant();
+    const held: { tenantId: string; release: () => void }[] = [];
+    const q = queue({ pollMs: 10, concurrency: 2 }); // a share of 1 each
+    q.register(long, (job) => new Promise<void>((resolve) => held.push({ tenantId: job.tenantId, release: resolve })));
+    const own: string[] = [];
+    for (let i = 0; i < 3; i++) own.push((await q.enqueue(t.database.db, { kind: long, tenantId })).id);
+    q.start();
+    try {
+      // No other tenant's job is due: the tenant's jobs take both workers.
+      await waitFor(async () => held.length === 2);
+      expect(held.every((h) => h.tenantId === tenantId)).toBe(true);
+      // Another tenant's job, enqueued after the tenant's third, waits for a worker...
+      const { id } = await q.enqueue(t.database.db, { kind: long, tenantId: other.tenantId });
+      await sleep(100);
+      expect((await jobRow(id)).status).toBe('queued');
+      // ...and takes the first that frees, before the tenant's older job.
+      held.shift()?.release();
+      await waitFor(async () => held.some((h) => h.tenantId === other.tenantId));
+      expect((await jobRow(own[2] as string)).status).toBe('queued');
+      await waitFor(async () => {
+        for (const h of held.splice(0)) h.release();
+        const rows = await Promise.all([...own, id].map(jobRow));
+        return rows.every((row) => row.status === 'succeeded');
+      });
+    } finally {
+      for (const h of held) h.release();
+      await q.stop();
+    }
+  });
+
   it('runUntilIdle drains every lane', async () => {
     const laned = uniqueKind('laned');
     const plain = uniqueKind('plain');
@@ -450,6 +483,9 @@ describe('job queue', () => {
     expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 0 }] })).toThrow(/at least 1/);
     expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 2, tenantConcurrency: 0 }] })).toThrow(
       /tenant concurrency of at least 1/,
+    );
+    expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 2, tenantShare: 0 }] })).toThrow(
+      /tenant share of at least 1/,
     );
   });
 

@@ -26,6 +26,10 @@
 //   The claim reads the lane's due jobs oldest first and passes over those of capped tenants, so a
 //   capped tenant's backlog ahead of the others' is read through at each claim (an index scan of
 //   its rows: milliseconds for tens of thousands).
+// - A lane may also give each tenant a share (`tenantShare`, the default lane's is half its
+//   workers): a tenant running its share gets another of the lane's slots only when no other
+//   tenant's job is due. A tenant's long jobs (crawls, simulation runs) then use idle workers, yet
+//   a job of another tenant takes the next slot that frees, instead of waiting behind them all.
 // - A dedupe key admits one queued-or-running job. A request that finds the key's job running can
 //   join it, or ask for a follow-up (`followUp`): the running job's row is marked, and finishing it
 //   queues it again instead. Being the same row, the follow-up never runs alongside it.
@@ -92,6 +96,8 @@ export interface JobQueueOptions {
   pollMs?: number;
   /** Handlers of the default lane (every kind no other lane names) run at once by this process. */
   concurrency?: number;
+  /** The default lane's `tenantShare` (see JobLane); half its concurrency, rounded up, if unset. */
+  tenantShare?: number;
   /** Lanes besides the default one, each with workers of its own for its kinds. */
   lanes?: JobLane[];
   /** A claimed job belongs to its worker this long without a heartbeat. */
@@ -117,6 +123,11 @@ export interface JobLane {
   concurrency: number;
   /** Handlers of one tenant this lane runs at once in this process; unset: no cap. */
   tenantConcurrency?: number;
+  /**
+   * Handlers of one tenant this lane runs at once in this process while other tenants' jobs are
+   * due; beyond it, only when none is. Unset: no share.
+   */
+  tenantShare?: number;
 }
 
 /** The queue: anything with `selectFrom` works as the handle, so enqueueing joins a caller's transaction. */
@@ -148,6 +159,7 @@ interface Lane {
   name: string;
   concurrency: number;
   tenantConcurrency: number | undefined;
+  tenantShare: number | undefined;
   /** A poll of this lane is under way: another one would only claim past its concurrency. */
   polling: boolean;
 }
@@ -180,18 +192,22 @@ export function createJobQueue(options: JobQueueOptions) {
     name: 'default',
     concurrency: cfg.concurrency,
     tenantConcurrency: undefined,
+    tenantShare: options.tenantShare ?? Math.ceil(cfg.concurrency / 2),
     polling: false,
   };
   const lanes = [defaultLane];
   const laneOfKind = new Map<string, Lane>();
-  for (const { name, kinds, concurrency, tenantConcurrency } of options.lanes ?? []) {
+  for (const { name, kinds, concurrency, tenantConcurrency, tenantShare } of options.lanes ?? []) {
     if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
       throw new Error(`job lane '${name}' needs a concurrency of at least 1, got ${concurrency}`);
     }
     if (tenantConcurrency !== undefined && !(Number.isInteger(tenantConcurrency) && tenantConcurrency >= 1)) {
       throw new Error(`job lane '${name}' needs a tenant concurrency of at least 1, got ${tenantConcurrency}`);
     }
-    const lane: Lane = { name, concurrency, tenantConcurrency, polling: false };
+    if (tenantShare !== undefined && !(Number.isInteger(tenantShare) && tenantShare >= 1)) {
+      throw new Error(`job lane '${name}' needs a tenant share of at least 1, got ${tenantShare}`);
+    }
+    const lane: Lane = { name, concurrency, tenantConcurrency, tenantShare, polling: false };
     lanes.push(lane);
     for (const kind of kinds) {
       if (laneOfKind.has(kind)) throw new Error(`job kind '${kind}' is named by two lanes`);
@@ -411,19 +427,22 @@ export function createJobQueue(options: JobQueueOptions) {
     lane.polling = true;
     const kinds = [...handlers.keys()].filter((kind) => laneOf(kind) === lane);
     const busy = () => [...running.values()].filter((r) => r.lane === lane).length;
-    // The tenants already running as many of this lane's jobs as the lane allows one tenant.
-    const atCap = () => {
-      const cap = lane.tenantConcurrency;
-      if (cap === undefined) return [];
+    // The tenants already running `limit` of this lane's jobs.
+    const runningAtLeast = (limit: number | undefined) => {
+      if (limit === undefined) return [];
       const counts = new Map<string, number>();
       for (const r of running.values()) {
         if (r.lane === lane) counts.set(r.tenantId, (counts.get(r.tenantId) ?? 0) + 1);
       }
-      return [...counts].filter(([, n]) => n >= cap).map(([tenantId]) => tenantId);
+      return [...counts].filter(([, n]) => n >= limit).map(([tenantId]) => tenantId);
     };
     try {
       while (started && busy() < lane.concurrency) {
-        const claimed = await claim(kinds, atCap());
+        // Tenants under their share first; a tenant past it (under its cap) when no other's is due.
+        const capped = runningAtLeast(lane.tenantConcurrency);
+        const shared = runningAtLeast(lane.tenantShare).filter((tenantId) => !capped.includes(tenantId));
+        const claimed =
+          (await claim(kinds, [...capped, ...shared])) ?? (shared.length > 0 ? await claim(kinds, capped) : undefined);
         if (!claimed) break;
         const entry = run(claimed).catch((error) =>
           log.error({ job_id: claimed.job.id, err: describe(error) }, 'job bookkeeping failed'),
