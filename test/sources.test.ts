@@ -458,13 +458,15 @@ describe('website sync', () => {
     }
   });
 
-  it('a domain changed during a crawl is crawled in turn: the old site’s result is not recorded as the new one’s', async () => {
+  it('a domain changed during a crawl is crawled in turn, by a follow-up queued behind the jobs due: the old site’s result is not recorded as the new one’s', async () => {
     const { site: old, release } = await slowSite();
     const fresh = await newSite();
     fresh.html('/', '<body><p>Only the new site.</p></body>');
     const source = await createSource({ name: 'Moved while crawling', source_type: 'website', domain: old.origin });
     await post(`/api/v1/sources/${source.id}/sync`);
-    const running = t.jobs.runUntilIdle();
+    const claimed = await t.jobs.claim();
+    if (!claimed) throw new Error('nothing claimed');
+    const running = t.jobs.run(claimed);
     const deadline = Date.now() + 10_000;
     while (!old.fetched('/slow')) {
       if (Date.now() > deadline) throw new Error('never crawling');
@@ -473,6 +475,11 @@ describe('website sync', () => {
     await t.call({ method: 'PUT', url: `/api/v1/sources/${source.id}`, key, body: { domain: fresh.origin } });
     release();
     await running;
+    // The run ended without crawling the new site: it went back to the queue, so the worker was free.
+    expect(fresh.requests).toEqual([]);
+    expect((await syncJobs(source.id)).map((j) => j.status)).toEqual(['queued']);
+    expect(await getSource(source.id)).toMatchObject({ sync_status: 'pending', domain: fresh.origin });
+    await t.jobs.runUntilIdle();
     expect(await getSource(source.id)).toMatchObject({
       sync_status: 'synced',
       domain: fresh.origin,

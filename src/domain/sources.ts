@@ -6,8 +6,9 @@
 // Connectors: `website` crawls `domain` (src/domain/connectors/website.ts); `manual` holds the
 // documents created through the API, and its sync re-indexes them.
 // A sync records its result only if the source still names the domain it crawled: a domain
-// changed during the crawl (Update Source) is crawled in turn by the same job, so a sync requested
-// after the change, which joined it, ends with the new site's pages. A request that comes when the
+// changed during the crawl (Update Source) is crawled in turn by the same job, run once more (a
+// follow-up, queued behind the jobs already due), so a sync requested after the change, which
+// joined it, ends with the new site's pages. A request that comes when the
 // running job has already written its result (it is only finishing) asks the queue for one
 // follow-up run of that job instead, since joining it would sync nothing.
 import { sql } from 'kysely';
@@ -244,12 +245,30 @@ export function createSourceService(deps: SourceServiceDeps) {
   /**
    * The sync job: read the source, run its connector (no transaction open), write the result.
    * When the source's domain changed during a crawl, the result is the old site's: it is not
-   * written, and the source is read and crawled again.
+   * written, and the job runs once more (a follow-up) to crawl the new one. It goes back to the
+   * queue for that, behind the jobs already due, so a tenant that keeps changing a domain does not
+   * keep a worker.
    */
   async function runSync(job: Job, ctx: JobContext): Promise<void> {
-    for (;;) {
-      if (await syncOnce(job, ctx)) return;
-    }
+    if (await syncOnce(job, ctx)) return;
+    const sourceId = String(job.payload.source_id ?? '');
+    // The source's row first, then the job's, as a sync request takes them.
+    await db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('sources')
+        .set({ sync_status: 'pending', updated_at: sql`now()` })
+        .where('tenant_id', '=', job.tenantId)
+        .where('id', '=', sourceId)
+        .execute();
+      await jobs.enqueue(trx, {
+        kind: SOURCE_SYNC_JOB,
+        tenantId: job.tenantId,
+        payload: { source_id: sourceId },
+        dedupeKey: `source-sync:${sourceId}`,
+        followUp: true,
+        maxAttempts: 3,
+      });
+    });
   }
 
   /** One pass of the sync job; false when the domain changed during its crawl. */
