@@ -3,6 +3,7 @@
 import type { KyselyPlugin, QueryId, RootOperationNode } from 'kysely';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/client.js';
 import { createFairSlots, createHeavyQueries } from '../src/db/heavy-queries.js';
 import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
@@ -24,18 +25,43 @@ describe('fair slots', () => {
     void a3.then(() => order.push('a3'));
     void b2.then(() => order.push('b2'));
     void c1.then(() => order.push('c1'));
-    b1?.(); // b's slot frees: a3 is first in line, but a holds its share; b2 is next.
+    // b's slot frees: a3 is first in line, but a holds its share; of b2 and c1, c was never served.
+    b1?.();
     b1?.(); // a second release of the same slot changes nothing
     await Promise.resolve();
-    expect(order).toEqual(['b2']);
-    a1?.(); // now a3, first in line, under its share again
+    expect(order).toEqual(['c1']);
+    a1?.(); // a3 (a served before b) goes before b2, a under its share again
     await Promise.resolve();
-    expect(order).toEqual(['b2', 'a3']);
+    expect(order).toEqual(['c1', 'a3']);
     expect(slots.held('a')).toBe(2);
     a2?.();
     await Promise.resolve();
-    expect(order).toEqual(['b2', 'a3', 'c1']);
+    expect(order).toEqual(['c1', 'a3', 'b2']);
     expect(slots.waiting()).toBe(0);
+  });
+
+  it('with one slot, tenants take turns: a key with many waiters does not keep another behind them all', async () => {
+    const slots = createFairSlots(1, 1);
+    const first = await slots.acquire('a', 1000);
+    const order: string[] = [];
+    const grants = new Map<string, () => void>();
+    const wait = (name: string, key: string) =>
+      slots.acquire(key, 1000).then((release) => {
+        order.push(name);
+        if (release) grants.set(name, release);
+      });
+    const all = [wait('a1', 'a'), wait('a2', 'a'), wait('a3', 'a'), wait('b1', 'b')];
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    first?.(); // b was never served: b1 goes before a's earlier waiters
+    await settle();
+    expect(order).toEqual(['b1']);
+    for (const name of ['b1', 'a1', 'a2', 'a3']) {
+      grants.get(name)?.();
+      await settle();
+    }
+    await Promise.all(all);
+    expect(order).toEqual(['b1', 'a1', 'a2', 'a3']);
+    expect(slots.held()).toBe(0);
   });
 
   it('give up after the wait, and leave the line', async () => {
@@ -79,6 +105,34 @@ describe('heavy queries on the database', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  it('a query that has no connection by its deadline never ran: it answers busy, and does not run when one comes', async () => {
+    // PostgreSQL: a pool of one, held by a transaction. PGlite: a transaction holds its one session.
+    const own = usingPostgres ? await openDatabase({ url: process.env.TEST_DATABASE_URL, poolSize: 1 }) : undefined;
+    const db = own?.db ?? t.database.db;
+    try {
+      let end = () => {};
+      const holding = db.transaction().execute(async (trx) => {
+        await sql`select 1`.execute(trx);
+        await new Promise<void>((resolve) => (end = resolve));
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const heavy = createHeavyQueries(db, { maxConcurrent: 1, perTenant: 1 });
+      let ran = false;
+      const work = async () => {
+        ran = true;
+        return 'ran';
+      };
+      await expect(heavy.run('t1', limit(100), work)).rejects.toThrow('busy');
+      end();
+      await holding;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(ran).toBe(false);
+      expect(await heavy.run('t1', limit(2000), async () => 'again')).toBe('again');
+    } finally {
+      await own?.close();
+    }
+  });
+
   it('the slot stays taken until the statement ends, though the deadline has answered', async () => {
     const heavy = createHeavyQueries(t.database.db, { maxConcurrent: 1, perTenant: 1 });
     let finish = () => {};
@@ -103,7 +157,9 @@ describe('full-text searches over HTTP', () => {
     transformQuery: (args) => {
       const node = args.node as RootOperationNode & { sqlFragments?: string[]; parameters?: { value?: unknown }[] };
       const search = node.sqlFragments?.some((fragment) => fragment.includes('websearch_to_tsquery'));
-      if (search && held !== undefined && node.parameters?.some((p) => p.value === held)) holding.add(args.queryId);
+      if (search && (held === '*' || (held !== undefined && node.parameters?.some((p) => p.value === held)))) {
+        holding.add(args.queryId);
+      }
       return args.node;
     },
     transformResult: async (args) => {
@@ -111,6 +167,7 @@ describe('full-text searches over HTTP', () => {
       return args.result;
     },
   };
+  /** A tenant's searches, or '*' for every search (a row search's statement names no tenant). */
   const holdSearchesOf = (tenantId: string) => {
     held = tenantId;
     gate = new Promise<void>((resolve) => (release = resolve));
@@ -176,6 +233,40 @@ describe('full-text searches over HTTP', () => {
     expect((await first).status).toBe(422);
     release();
     held = undefined;
+  });
+
+  it('a search of custom data source rows is bounded the same way', async () => {
+    const a = await t.tenant();
+    const source = await t.call({
+      method: 'POST',
+      url: '/api/v1/custom-data-sources',
+      key: a.key,
+      body: { name: 'Orders', slug: 'orders' },
+    });
+    expect(source.status).toBe(201);
+    const slug = source.body.slug as string;
+    const row = await t.call({
+      method: 'PUT',
+      url: `/api/v1/custom-data-sources/${slug}/rows/o-1`,
+      key: a.key,
+      body: { data: {}, searchable_text: 'parcel returned' },
+    });
+    expect(row.status).toBeLessThan(300);
+    holdSearchesOf('*');
+    const first = t.call({ url: `/api/v1/custom-data-sources/${slug}/rows?q=parcel`, key: a.key });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expectError(
+      await t.call({ url: `/api/v1/custom-data-sources/${slug}/rows?q=returned`, key: a.key }),
+      503,
+      'service_unavailable',
+    );
+    expectError(await first, 422, 'validation_error', 'q');
+    release();
+    held = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const found = await t.call({ url: `/api/v1/custom-data-sources/${slug}/rows?q=parcel`, key: a.key });
+    expect(found.status).toBe(200);
+    expect(found.body.data).toHaveLength(1);
   });
 
   it('a dashboard report waits for the same slots', async () => {

@@ -3,12 +3,15 @@
 // documents held the whole pool, and other tenants' simple reads waited tens of seconds. So each
 // runs:
 // - in a slot: at most `maxConcurrent` at once in this process (the rest of the pool stays free for
-//   everything else), a tenant at most `perTenant` of them (one tenant cannot take every slot); a
-//   query that finds no slot free waits for one, in turn, up to its time limit;
+//   everything else), a tenant at most `perTenant` of them; a query that finds no slot free waits
+//   for one up to its time limit, and a slot that frees goes to the waiting tenant served longest
+//   ago, so tenants take turns (on PGlite, one slot, a tenant with many searches waiting does not
+//   keep another's behind all of them);
 // - under a time limit: `statement_timeout` set inside its transaction, so PostgreSQL cancels it,
 //   and a deadline outside. PGlite ignores the statement timeout: there the deadline answers, and
 //   the slot stays taken until the statement has ended in the database's thread, so the slots
-//   still bound what waits there.
+//   still bound what waits there. A query that had no connection by its deadline never ran: it
+//   answers as busy, and does not run when the connection comes.
 import { sql } from 'kysely';
 import type { Db } from './client.js';
 import { isQueryCanceled } from './errors.js';
@@ -39,8 +42,14 @@ export function createHeavyQueries(db: Db, limits: HeavyQueryLimits) {
       const release = await slots.acquire(tenantId, limit.timeoutMs);
       if (!release) throw limit.busy();
       const started = performance.now();
+      let begun = false;
+      let expired = false;
       const running = db.transaction().execute(async (trx) => {
-        await sql`select set_config('statement_timeout', ${String(limit.timeoutMs)}, true)`.execute(trx);
+        // Answered already (the pool had no connection in time): give the connection straight back.
+        if (expired) throw limit.busy();
+        begun = true;
+        const left = Math.max(1, Math.ceil(limit.timeoutMs - (performance.now() - started)));
+        await sql`select set_config('statement_timeout', ${String(left)}, true)`.execute(trx);
         return work(trx);
       });
       // The slot is the database's until the statement has ended, whoever answers first; the
@@ -48,7 +57,11 @@ export function createHeavyQueries(db: Db, limits: HeavyQueryLimits) {
       running.then(release, release);
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(limit.tooLong()), limit.timeoutMs);
+        timer = setTimeout(() => {
+          expired = true;
+          // No connection yet: the search never ran; the database (pool) was busy, not the query slow.
+          reject(begun ? limit.tooLong() : limit.busy());
+        }, limit.timeoutMs);
       });
       try {
         const result = await Promise.race([running, deadline]);
@@ -66,8 +79,9 @@ export function createHeavyQueries(db: Db, limits: HeavyQueryLimits) {
 
 /**
  * Counting slots with a share per key: at most `total` held at once, at most `perKey` by one key.
- * Waiters are served in arrival order, except that one held back by its key's share does not hold
- * back another key's. `acquire` gives a release function, or undefined after `waitMs` without one.
+ * A slot that frees goes to the waiter whose key was served longest ago (then in arrival order);
+ * one held back by its key's share does not hold back another key's. `acquire` gives a release
+ * function, or undefined after `waitMs` without one.
  */
 export function createFairSlots(total: number, perKey: number) {
   let held = 0;
@@ -76,7 +90,11 @@ export function createFairSlots(total: number, perKey: number) {
 
   const grantable = (key: string) => held < total && (byKey.get(key) ?? 0) < perKey;
 
+  let tick = 0;
+  const served = new Map<string, number>(); // key → when it was last given a slot
+
   function take(key: string): () => void {
+    served.set(key, ++tick);
     held++;
     byKey.set(key, (byKey.get(key) ?? 0) + 1);
     let released = false;
@@ -87,13 +105,18 @@ export function createFairSlots(total: number, perKey: number) {
       const left = (byKey.get(key) ?? 1) - 1;
       if (left === 0) byKey.delete(key);
       else byKey.set(key, left);
-      for (let i = 0; i < waiters.length && held < total; ) {
-        const waiter = waiters[i] as (typeof waiters)[number];
-        if (!grantable(waiter.key)) {
-          i++;
-          continue;
+      // Of the waiters a slot can go to, the one of the key served longest ago (then arrival order):
+      // a key with many waiters does not keep the others behind all of them (total 1 on PGlite).
+      while (held < total) {
+        let at = -1;
+        for (let i = 0; i < waiters.length; i++) {
+          const key = (waiters[i] as (typeof waiters)[number]).key;
+          if (!grantable(key)) continue;
+          if (at < 0 || (served.get(key) ?? 0) < (served.get((waiters[at] as (typeof waiters)[number]).key) ?? 0))
+            at = i;
         }
-        waiters.splice(i, 1);
+        if (at < 0) break;
+        const [waiter] = waiters.splice(at, 1) as [(typeof waiters)[number]];
         waiter.grant(take(waiter.key));
       }
     };
