@@ -60,7 +60,9 @@ const SERVER_FLAGS = (
   )?.[1] ?? ''
 )
   .split(' ')
-  .filter(Boolean);
+  .filter(Boolean)
+  // More flags for the server, to profile it: BENCH_SERVER_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof'.
+  .concat((process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean));
 
 interface Line {
   name: string;
@@ -528,7 +530,13 @@ async function main() {
       const read = await rowRead();
       rounds.push({ ceiling: ceiling.rps, read: read.rps, p99: read.p99 });
     }
+    // A clean stop, so that a profile asked for in BENCH_SERVER_FLAGS is written.
     server.kill('SIGTERM');
+    await new Promise((resolve) => {
+      if (server.exitCode !== null) return resolve(null);
+      server.once('exit', resolve);
+      setTimeout(resolve, 20_000).unref();
+    });
   } finally {
     for (const child of children) child.kill('SIGKILL');
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
