@@ -269,6 +269,37 @@ describe('full-text searches over HTTP', () => {
     expect(found.body.data).toHaveLength(1);
   });
 
+  // On PGlite the held search's transaction would hold the one session the turn writes its end in.
+  it.skipIf(!usingPostgres)(
+    'an agent turn whose knowledge search runs past the limit ends FAILED with knowledge_search_timeout; the next turn answers',
+    async () => {
+      const a = await tenantWithDocument();
+      holdSearchesOf(a.tenantId);
+      const sent = await t.call({
+        method: 'POST',
+        url: '/api/v1/messages',
+        key: a.key,
+        body: { content: 'Can parcels be returned?' },
+      });
+      expect(sent.status).toBe(200);
+      expect(sent.body).toMatchObject({
+        status: 'FAILED',
+        error: { code: 'knowledge_search_timeout', message: expect.stringContaining('longer than 300 ms') },
+      });
+      release();
+      held = undefined;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const again = await t.call({
+        method: 'POST',
+        url: '/api/v1/messages',
+        key: a.key,
+        body: { content: 'Can parcels be returned?', conversation_id: sent.body.conversation_id },
+      });
+      expect(again.body).toMatchObject({ status: 'COMPLETED', error: null });
+      expect(again.body.content).toContain('thirty days');
+    },
+  );
+
   it('a dashboard report waits for the same slots', async () => {
     const a = await tenantWithDocument();
     holdSearchesOf(a.tenantId);

@@ -25,6 +25,7 @@ import {
   ValidationError,
 } from '../domain/errors.js';
 import type { EmitEvent } from '../domain/events.js';
+import { KnowledgeSearchFailure } from '../domain/text-search.js';
 import { newId } from '../lib/ids.js';
 import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
 import {
@@ -774,7 +775,11 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         status = (await drive(rt)).status;
       } catch (caught) {
         status = 'FAILED';
-        if (caught instanceof ProviderError || caught instanceof TurnFailure) {
+        if (
+          caught instanceof ProviderError ||
+          caught instanceof TurnFailure ||
+          caught instanceof KnowledgeSearchFailure
+        ) {
           error = { code: caught.code, message: caught.message };
         } else {
           const eventId = newId();

@@ -1,5 +1,5 @@
 // Queries whose cost the caller's input decides: full-text searches over a tenant's documents and
-// rows, and dashboard reports. Unbounded, ten such searches at once over one tenant's large
+// rows (`q`, and the agent's knowledge search), and dashboard reports. Unbounded, ten such searches at once over one tenant's large
 // documents held the whole pool, and other tenants' simple reads waited tens of seconds. So each
 // runs:
 // - in a slot: at most `maxConcurrent` at once in this process (the rest of the pool stays free for

@@ -20,7 +20,7 @@ import { createSourceService } from './sources.js';
 import { createTaskLinkService } from './task-links.js';
 import { createTaskService } from './tasks.js';
 import { createTenantService } from './tenants.js';
-import { searchRunner } from './text-search.js';
+import { knowledgeSearchLimit, searchRunner } from './text-search.js';
 import { createUserService } from './users.js';
 import { createWebhookService } from './webhooks/endpoints.js';
 import { createWorkflowService } from './workflows.js';
@@ -44,6 +44,10 @@ export function createServices({
     perTenant: Math.ceil(config.searchMaxConcurrent / 2),
   });
   const search = searchRunner(heavy, config.searchTimeoutMs);
+  // The agent's retrieval (each turn, simulation runs, coverage) within the same limits.
+  const knowledgeLimit = knowledgeSearchLimit(config.searchTimeoutMs);
+  const boundedSearchKnowledge = (tenantId: string, query: string, options?: Parameters<typeof searchKnowledge>[3]) =>
+    heavy.run(tenantId, knowledgeLimit, (trx) => searchKnowledge(trx, tenantId, query, options));
   const documents = createDocumentService({ db, search });
   const customDataSources = createCustomDataSourceService({ db, search });
   // The agent area (src/agent/index.ts): knowledge search and the gap queue are injected.
@@ -51,7 +55,7 @@ export function createServices({
   const agentArea = createAgentArea({
     db,
     config,
-    searchKnowledge: (tenantId, query, options) => searchKnowledge(db, tenantId, query, options),
+    searchKnowledge: boundedSearchKnowledge,
     recordGap: (tenantId, gap) => gaps.recordGap(tenantId, gap),
     minRank: RELEVANT_RANK,
     emitEvent,
@@ -90,7 +94,7 @@ export function createServices({
       config,
       agents: agentArea.agents,
       conversations: agentArea.conversations,
-      searchKnowledge: (tenantId, query, options) => searchKnowledge(db, tenantId, query, options),
+      searchKnowledge: boundedSearchKnowledge,
       minRank: RELEVANT_RANK,
       emitEvent,
     }),

@@ -80,6 +80,37 @@ export function searchRunner(heavy: HeavyQueries, timeoutMs: number): SearchRunn
   return (tenantId, work) => heavy.run(tenantId, limit, work);
 }
 
+/**
+ * The agent's knowledge search failed its limits: the turn that made it ends FAILED with this
+ * `code` (src/agent/engine.ts), a coverage evaluation is retried by the job queue.
+ */
+export class KnowledgeSearchFailure extends Error {
+  constructor(
+    readonly code: 'knowledge_search_timeout' | 'knowledge_search_busy',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'KnowledgeSearchFailure';
+  }
+}
+
+/** The agent's knowledge search, run as a heavy query within the search limits. */
+export function knowledgeSearchLimit(timeoutMs: number) {
+  return {
+    timeoutMs,
+    tooLong: () =>
+      new KnowledgeSearchFailure(
+        'knowledge_search_timeout',
+        `The knowledge search took longer than ${timeoutMs} ms and was stopped.`,
+      ),
+    busy: () =>
+      new KnowledgeSearchFailure(
+        'knowledge_search_busy',
+        `No search slot freed within ${timeoutMs} ms (too many searches running); try again shortly.`,
+      ),
+  };
+}
+
 /** No slot for a search or report freed in time (503, with `Retry-After`). */
 export const tooManyHeavyQueries = () =>
   new DomainError(
