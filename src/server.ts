@@ -281,6 +281,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
         kinds: [WEBHOOK_DELIVERY_JOB],
         concurrency: config.webhookConcurrency,
         tenantConcurrency: config.webhookTenantConcurrency,
+        // Past half its cap, a tenant's next delivery waits while another tenant's is due: two
+        // tenants whose receivers hang cannot keep the lane's slots with their backlogs.
+        tenantShare: Math.ceil(config.webhookTenantConcurrency / 2),
       },
     ],
   });
