@@ -171,8 +171,24 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
           ? new BadRequestError('The URL is malformed (bad percent-encoding).')
           : new DomainError('not_found', 'No such resource: a path segment is too long.');
       reply.header('x-request-id', request.id);
-      // Fastify builds this request without TRUST_PROXY: the client's address as its others have it.
-      if (trust) Object.defineProperty(request, 'ip', { value: proxyAddr(request.raw, trust) });
+      // Fastify builds this request without TRUST_PROXY: the client's address, and the scheme and
+      // host of `doc_url`, as its other requests have them.
+      if (trust) {
+        Object.defineProperty(request, 'ip', { value: proxyAddr(request.raw, trust) });
+        const peer = request.raw.socket?.remoteAddress;
+        if (peer !== undefined && trust(peer, 0)) {
+          for (const [property, header] of [
+            ['host', 'x-forwarded-host'],
+            ['protocol', 'x-forwarded-proto'],
+          ] as const) {
+            const value = request.headers[header];
+            // The last entry, as Fastify takes it: the one the nearest proxy wrote.
+            if (typeof value === 'string' && value !== '') {
+              Object.defineProperty(request, property, { value: value.slice(value.lastIndexOf(',') + 1).trim() });
+            }
+          }
+        }
+      }
       // The limiter passes nothing, or DomainError('rate_limit_exceeded').
       const answer = (overBudget?: Error) =>
         answerError((overBudget as DomainError | undefined) ?? refused, request, reply);

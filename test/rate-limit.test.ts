@@ -183,6 +183,16 @@ describe('the client behind a proxy (TRUST_PROXY)', () => {
     // Another client behind the same proxy has a budget of its own; the first has spent its own.
     expect((await badUrl('203.0.113.8')).statusCode).toBe(400);
     expect(await statuses(t, ['203.0.113.7', '203.0.113.9'])).toEqual([429, 401]);
+    // Their doc_url has the scheme and host the client used, as the proxy reports them.
+    const proxied = await t.app.inject({
+      url: '/api/v1/apps/%E0%A4%A',
+      headers: {
+        'x-forwarded-for': '203.0.113.10',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'api.example.com',
+      },
+    });
+    expect(JSON.parse(proxied.body).error.doc_url).toBe('https://api.example.com/docs/errors#bad_request');
   });
 
   it('a number N trusts the N proxies nearest us: the client is the Nth address from the right', async () => {
