@@ -1,5 +1,6 @@
 // The MCP endpoint (spec: rules 10–11, MCP tools row, MCP concurrency) driven by the SDK's own
 // client over a real listener, plus raw JSON-RPC for batches, versions and transport rules.
+import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
@@ -505,6 +506,47 @@ describe('MCP event streams per tenant', () => {
       expect(again.r.status).toBe(200);
     } finally {
       for (const controller of open) controller.abort();
+      await limited.close();
+    }
+  });
+
+  it('a stream asked for by a client that left before the handler ran keeps no place', async () => {
+    const limited = await startTestApp(
+      { MCP_MAX_STREAMS_PER_TENANT: '1', SSE_HEARTBEAT_MS: '60000' },
+      {
+        // Widens the window in which the client goes: after the request arrived, before the handler.
+        routes: (app) =>
+          app.addHook('preHandler', async (request) => {
+            if (request.method === 'GET' && request.url === '/api/v1/mcp') await new Promise((r) => setTimeout(r, 100));
+          }),
+      },
+    );
+    await limited.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = limited.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      const a = await limited.tenant();
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.write(
+            `GET /api/v1/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${a.key}\r\nAccept: text/event-stream\r\n\r\n`,
+          );
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 20);
+        });
+      });
+      await new Promise((r) => setTimeout(r, 400));
+      const controller = new AbortController();
+      const r = await fetch(`http://127.0.0.1:${port}/api/v1/mcp`, {
+        headers: { 'x-api-key': a.key, accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      const status = r.status;
+      controller.abort();
+      expect(status).toBe(200);
+    } finally {
       await limited.close();
     }
   });

@@ -333,8 +333,14 @@ export function registerMcpRoutes(
             `This workspace has ${open} MCP event streams open on this server, its limit (MCP_MAX_STREAMS_PER_TENANT); close one first.`,
           );
         }
-        streamsOf.set(tenantId, open + 1);
         const raw = openEventStream(reply);
+        // The client left before this ran (while it was authenticated): its 'close' has been
+        // emitted already and would never free the place, nor stop the heartbeat.
+        if (raw.destroyed || request.raw.destroyed || raw.socket === null || raw.socket.destroyed) {
+          raw.destroy();
+          return;
+        }
+        streamsOf.set(tenantId, open + 1);
         raw.write(': connected\n\n');
         const timer = setInterval(
           () => raw.write(`: heartbeat ${new Date().toISOString()}\n\n`),
