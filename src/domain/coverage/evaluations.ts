@@ -8,7 +8,7 @@
 // Runs go through the durable job queue. Judged questions are stored in batches, so progress is
 // readable while the run goes and a retried job resumes after the questions already judged.
 // `GET /coverage` reads the latest completed run.
-import { sql, type Updateable } from 'kysely';
+import { type Insertable, sql, type Updateable } from 'kysely';
 import type { Retrieval } from '../../agent/engine.js';
 import type { Db } from '../../db/client.js';
 import type { CoverageDomainResult, CoverageRunStatus, Database } from '../../db/schema.js';
@@ -18,6 +18,7 @@ import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import type { EmitEvent } from '../events.js';
 import { decodeIdCursor, type List, newestFirst, type Page, toList } from '../pagination.js';
+import { KnowledgeSearchFailure } from '../text-search.js';
 import type { CoverageJudge } from './judge.js';
 import { requireReferential } from './referentials.js';
 
@@ -149,7 +150,18 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
 
   /** Is one question covered? Its best passage's rank and document either way. */
   async function judgeQuestion(tenantId: string, question: string, signal: AbortSignal) {
-    const retrieval = await retrieve(tenantId, question);
+    let retrieval: Retrieval;
+    try {
+      retrieval = await retrieve(tenantId, question);
+    } catch (error) {
+      // The search runs past SEARCH_TIMEOUT_MS on every try: a customer asking this gets no
+      // answer either (the turn ends FAILED), so it is not covered; failing the run would fail it
+      // on every attempt. No slot free (busy) is passing: the attempt is retried.
+      if (error instanceof KnowledgeSearchFailure && error.code === 'knowledge_search_timeout') {
+        return { covered: false, best_rank: null, document_id: null };
+      }
+      throw error;
+    }
     const best = retrieval.passages[0];
     if (!best) return { covered: false, best_rank: null, document_id: null };
     const covered = judge ? await judge.answers(question, retrieval.passages, signal) : true;
@@ -193,9 +205,24 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
           .limit(EVALUATION_BATCH)
           .execute();
         if (questions.length === 0) break;
-        const results = [];
+        const results: Insertable<Database['coverage_results']>[] = [];
+        const save = async () => {
+          if (results.length === 0) return;
+          await db
+            .insertInto('coverage_results')
+            .values(results)
+            .onConflict((oc) => oc.columns(['evaluation_id', 'question_id']).doNothing())
+            .execute();
+        };
         for (const q of questions) {
-          const verdict = await judgeQuestion(tenantId, q.question, ctx.signal);
+          let verdict: Awaited<ReturnType<typeof judgeQuestion>>;
+          try {
+            verdict = await judgeQuestion(tenantId, q.question, ctx.signal);
+          } catch (error) {
+            // The questions judged before this one are kept: the retry starts after them.
+            await save().catch(() => {});
+            throw error;
+          }
           results.push({
             evaluation_id: evaluationId,
             tenant_id: tenantId,
@@ -205,11 +232,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
             ...verdict,
           });
         }
-        await db
-          .insertInto('coverage_results')
-          .values(results)
-          .onConflict((oc) => oc.columns(['evaluation_id', 'question_id']).doNothing())
-          .execute();
+        await save();
         await writeProgress(tenantId, evaluationId);
         await ctx.heartbeat();
       }
