@@ -300,6 +300,66 @@ describe('full-text searches over HTTP', () => {
     },
   );
 
+  it.skipIf(!usingPostgres)(
+    'a simulation case whose search finds no slot is played again on the run’s retry, not failed',
+    async () => {
+      const a = await tenantWithDocument();
+      const dataset = await t.call({
+        method: 'POST',
+        url: '/api/v1/simulation/datasets',
+        key: a.key,
+        body: { name: 'ds' },
+      });
+      const added = await t.call({
+        method: 'POST',
+        url: `/api/v1/simulation/datasets/${dataset.body.id}/test-cases`,
+        key: a.key,
+        body: { question: 'Can parcels be returned?', expected_type: 'answer', expected_answer: 'Within thirty days.' },
+      });
+      expect(added.status).toBe(201);
+      // a's one slot is held by a search of its documents: the case's knowledge search finds none.
+      holdSearchesOf(a.tenantId);
+      const holder = t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = await t.call({
+        method: 'POST',
+        url: `/api/v1/simulation/datasets/${dataset.body.id}/runs`,
+        key: a.key,
+        body: {},
+      });
+      expect(started.status).toBe(201);
+      await t.jobs.runUntilIdle();
+      const job = () =>
+        t.database.db
+          .selectFrom('jobs')
+          .select(['id', 'status', 'last_error'])
+          .where('payload', '@>', sql<never>`${JSON.stringify({ run_id: started.body.id })}::jsonb`)
+          .executeTakeFirstOrThrow();
+      expect(await job()).toMatchObject({
+        status: 'queued',
+        last_error: expect.stringContaining('no knowledge search slot'),
+      });
+      const results = await t.call({ url: `/api/v1/simulation/runs/${started.body.id}/results`, key: a.key });
+      expect(results.body.data.map((r: { status: string }) => r.status)).toEqual(['pending']);
+
+      expect((await holder).status).toBe(422);
+      release();
+      held = undefined;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The retry, due now: the case plays and passes.
+      await t.database.db
+        .updateTable('jobs')
+        .set({ run_at: sql`now()` })
+        .where('id', '=', (await job()).id)
+        .execute();
+      await t.jobs.runUntilIdle();
+      const run = await t.call({ url: `/api/v1/simulation/runs/${started.body.id}`, key: a.key });
+      expect(run.body).toMatchObject({ status: 'completed' });
+      const played = await t.call({ url: `/api/v1/simulation/runs/${started.body.id}/results`, key: a.key });
+      expect(played.body.data.map((r: { status: string }) => r.status)).toEqual(['passed']);
+    },
+  );
+
   it('a dashboard report waits for the same slots', async () => {
     const a = await tenantWithDocument();
     holdSearchesOf(a.tenantId);

@@ -549,6 +549,12 @@ export function createRunService(deps: RunnerDeps) {
           await putBack(tenantId, claimed.id, attempt, conversationId);
           return;
         }
+        // No knowledge search slot freed in time (SEARCH_MAX_CONCURRENT): the server was busy, the
+        // agent was not wrong. The case goes back, and the run's job is retried after its backoff.
+        if (outcome.error?.code === 'knowledge_search_busy') {
+          await putBack(tenantId, claimed.id, attempt, conversationId);
+          throw new Error(`A case found no knowledge search slot free; the cases left play on the retry.`);
+        }
         const verdict = await judgeCase(testCase, outcome);
         await record(tenantId, runId, claimed.id, attempt, outcome, verdict, conversationId);
         // Renews the lease now; the queue aborts `ctx.signal` if it passed to another worker.
