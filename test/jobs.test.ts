@@ -456,6 +456,50 @@ describe('job queue', () => {
     }
   });
 
+  it('a lane with a tenant cap and a share: past its share a tenant yields the next free slot to a third tenant, and never passes its cap', async () => {
+    const slow = uniqueKind('hung');
+    const b = await t.tenant();
+    const c = await t.tenant();
+    const held: { tenantId: string; release: () => void }[] = [];
+    let most = 0;
+    const q = queue({
+      pollMs: 10,
+      lanes: [{ name: 'shared', kinds: [slow], concurrency: 3, tenantConcurrency: 2, tenantShare: 1 }],
+    });
+    q.register(
+      slow,
+      (job) =>
+        new Promise<void>((resolve) => {
+          held.push({ tenantId: job.tenantId, release: resolve });
+          most = Math.max(most, held.filter((h) => h.tenantId === tenantId).length);
+        }),
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await q.enqueue(t.database.db, { kind: slow, tenantId })).id);
+    for (let i = 0; i < 4; i++) ids.push((await q.enqueue(t.database.db, { kind: slow, tenantId: b.tenantId })).id);
+    q.start();
+    try {
+      // Nothing else due: the lane fills, the first tenant up to its cap (2), not past it.
+      await waitFor(async () => held.length === 3);
+      await sleep(100);
+      expect(held.filter((h) => h.tenantId === tenantId)).toHaveLength(2);
+      // A third tenant's job, enqueued after both backlogs, takes the next slot that frees.
+      const { id } = await q.enqueue(t.database.db, { kind: slow, tenantId: c.tenantId });
+      held.shift()?.release();
+      await waitFor(async () => held.some((h) => h.tenantId === c.tenantId));
+      ids.push(id);
+      await waitFor(async () => {
+        for (const h of held.splice(0)) h.release();
+        const rows = await Promise.all(ids.map(jobRow));
+        return rows.every((row) => row.status === 'succeeded');
+      });
+      expect(most).toBe(2);
+    } finally {
+      for (const h of held) h.release();
+      await q.stop();
+    }
+  });
+
   it('runUntilIdle drains every lane', async () => {
     const laned = uniqueKind('laned');
     const plain = uniqueKind('plain');
@@ -487,6 +531,7 @@ describe('job queue', () => {
     expect(() => queue({ lanes: [{ name: 'a', kinds: ['x'], concurrency: 2, tenantShare: 0 }] })).toThrow(
       /tenant share of at least 1/,
     );
+    expect(() => queue({ tenantShare: 0 })).toThrow(/default job lane needs a tenant share of at least 1/);
   });
 
   it('several workers on one database never run a job twice', async () => {

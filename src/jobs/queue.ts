@@ -186,6 +186,9 @@ export function createJobQueue(options: JobQueueOptions) {
     maxBackoffMs: options.maxBackoffMs ?? DEFAULTS.maxBackoffMs,
     stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
   };
+  if (options.tenantShare !== undefined && !(Number.isInteger(options.tenantShare) && options.tenantShare >= 1)) {
+    throw new Error(`the default job lane needs a tenant share of at least 1, got ${options.tenantShare}`);
+  }
   const handlers = new Map<string, JobHandler>();
   const kindOptions = new Map<string, JobKindOptions>();
   const defaultLane: Lane = {
