@@ -251,6 +251,10 @@ export function createSourceService(deps: SourceServiceDeps) {
    */
   async function runSync(job: Job, ctx: JobContext): Promise<void> {
     if (await syncOnce(job, ctx)) return;
+    // Only while this run still holds the job: a worker that took the job over reads the source
+    // afresh, and marking its run would crawl once more for nothing (and show it `pending`).
+    await ctx.heartbeat();
+    if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('the job lease passed to another worker');
     const sourceId = String(job.payload.source_id ?? '');
     // The source's row first, then the job's, as a sync request takes them.
     await db.transaction().execute(async (trx) => {
