@@ -1,36 +1,23 @@
 // A coverage evaluation judges each question with the agent's retrieval, which runs within the
 // search limits (src/db/heavy-queries.ts): a question whose search runs past SEARCH_TIMEOUT_MS is
 // not covered (a customer asking it would get no answer), and costs the run nothing else.
-import type { KyselyPlugin, QueryId, RootOperationNode } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers.js';
+import { startTestApp, statementGate, type TestApp } from './helpers.js';
 
 let t: TestApp;
-let release = () => {};
-let gate = Promise.resolve();
-const holding = new WeakSet<QueryId>();
 // Holds the knowledge searches of one question (its word "zanzibar") until released.
-const hold: KyselyPlugin = {
-  transformQuery: (args) => {
-    const node = args.node as RootOperationNode & { sqlFragments?: string[]; parameters?: { value?: unknown }[] };
-    if (node.parameters?.some((p) => typeof p.value === 'string' && p.value.includes('zanzibar')))
-      holding.add(args.queryId);
-    return args.node;
-  },
-  transformResult: async (args) => {
-    if (holding.has(args.queryId)) await gate;
-    return args.result;
-  },
-};
+const zanzibar = statementGate((_, parameters) =>
+  parameters.some((value) => typeof value === 'string' && value.includes('zanzibar')),
+);
 
 beforeAll(async () => {
   t = await startTestApp(
     { SEARCH_MAX_CONCURRENT: '2', SEARCH_TIMEOUT_MS: '300' },
-    { wrapDb: (db) => db.withPlugin(hold) },
+    { wrapDb: (db) => db.withPlugin(zanzibar.plugin) },
   );
 });
 afterAll(async () => {
-  release();
+  zanzibar.release();
   await t.close();
 });
 
@@ -53,7 +40,7 @@ it('one question whose knowledge search runs past the limit does not cost the ev
     });
     expect(added.status).toBe(201);
   }
-  gate = new Promise<void>((resolve) => (release = resolve));
+  zanzibar.hold();
   const started = await t.call({
     method: 'POST',
     url: '/api/v1/coverage/evaluations',
@@ -61,7 +48,7 @@ it('one question whose knowledge search runs past the limit does not cost the ev
     body: { referential_id: id },
   });
   expect(started.status).toBe(202);
-  setTimeout(() => release(), 500);
+  setTimeout(() => zanzibar.release(), 500);
   const claimed = await t.jobs.claim();
   if (!claimed) throw new Error('nothing claimed');
   await t.jobs.run(claimed);

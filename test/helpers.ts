@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { type Kysely, type KyselyPlugin, type QueryId, type RawBuilder, type RootOperationNode, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, type Db, openDatabase } from '../src/db/client.js';
@@ -218,5 +218,48 @@ export async function cuttableProxy(target: URL) {
       refusing = false;
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A plugin (`wrapDb`) that, while held, holds back the answers of the statements `matches` picks
+ * (by their SQL text and parameters) until released: the statement has run, and its transaction,
+ * connection and whatever waits on them stay taken, as behind a slow statement.
+ */
+export function statementGate(matches: (fragments: readonly string[], parameters: unknown[]) => boolean) {
+  let gate: Promise<void> | undefined;
+  let open = () => {};
+  const holding = new WeakSet<QueryId>();
+  const plugin: KyselyPlugin = {
+    transformQuery: (args) => {
+      const node = args.node as RootOperationNode & {
+        sqlFragments?: readonly string[];
+        parameters?: readonly { value?: unknown }[];
+      };
+      if (
+        gate &&
+        matches(
+          node.sqlFragments ?? [],
+          (node.parameters ?? []).map((p) => p.value),
+        )
+      ) {
+        holding.add(args.queryId);
+      }
+      return args.node;
+    },
+    transformResult: async (args) => {
+      if (gate && holding.has(args.queryId)) await gate;
+      return args.result;
+    },
+  };
+  return {
+    plugin,
+    hold() {
+      gate = new Promise<void>((resolve) => (open = resolve));
+    },
+    release() {
+      open();
+      gate = undefined;
+    },
   };
 }

@@ -1,11 +1,10 @@
 // Full-text searches and dashboard reports are heavy queries (src/db/heavy-queries.ts): they run
 // in a bounded number of slots, a tenant in at most its share of them, and under a time limit.
-import type { KyselyPlugin, QueryId, RootOperationNode } from 'kysely';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/db/client.js';
 import { createFairSlots, createHeavyQueries } from '../src/db/heavy-queries.js';
-import { expectError, startTestApp, type TestApp, usingPostgres } from './helpers.js';
+import { expectError, startTestApp, statementGate, type TestApp, usingPostgres } from './helpers.js';
 
 describe('fair slots', () => {
   it('hold at most `total`, a key at most `perKey`, and serve waiters in turn', async () => {
@@ -149,34 +148,26 @@ describe('heavy queries on the database', () => {
 describe('full-text searches over HTTP', () => {
   let t: TestApp;
   let held: string | undefined; // the tenant whose searches the database holds, until released
-  let release = () => {};
-  let gate = Promise.resolve();
-  const holding = new WeakSet<QueryId>();
   // A database that holds one tenant's full-text searches until released (their slots stay taken).
-  const hold: KyselyPlugin = {
-    transformQuery: (args) => {
-      const node = args.node as RootOperationNode & { sqlFragments?: string[]; parameters?: { value?: unknown }[] };
-      const search = node.sqlFragments?.some((fragment) => fragment.includes('websearch_to_tsquery'));
-      if (search && (held === '*' || (held !== undefined && node.parameters?.some((p) => p.value === held)))) {
-        holding.add(args.queryId);
-      }
-      return args.node;
-    },
-    transformResult: async (args) => {
-      if (holding.has(args.queryId)) await gate;
-      return args.result;
-    },
-  };
+  const searches = statementGate(
+    (fragments, parameters) =>
+      fragments.some((fragment) => fragment.includes('websearch_to_tsquery')) &&
+      (held === '*' || parameters.includes(held)),
+  );
   /** A tenant's searches, or '*' for every search (a row search's statement names no tenant). */
   const holdSearchesOf = (tenantId: string) => {
     held = tenantId;
-    gate = new Promise<void>((resolve) => (release = resolve));
+    searches.hold();
+  };
+  const release = () => {
+    searches.release();
+    held = undefined;
   };
 
   beforeAll(async () => {
     t = await startTestApp(
       { SEARCH_MAX_CONCURRENT: '2', SEARCH_TIMEOUT_MS: '300', ANALYTICS_TIMEOUT_MS: '300' },
-      { wrapDb: (db) => db.withPlugin(hold) },
+      { wrapDb: (db) => db.withPlugin(searches.plugin) },
     );
   });
   afterAll(async () => {
@@ -213,7 +204,6 @@ describe('full-text searches over HTTP', () => {
 
     // Once the database answers, the slot is a's again.
     release();
-    held = undefined;
     await new Promise((resolve) => setTimeout(resolve, 20));
     const again = await t.call({ url: '/api/v1/documents?q=parcels', key: a.key });
     expect(again.status).toBe(200);
@@ -232,7 +222,6 @@ describe('full-text searches over HTTP', () => {
     expect(other.body.data).toHaveLength(1);
     expect((await first).status).toBe(422);
     release();
-    held = undefined;
   });
 
   it('a search of custom data source rows is bounded the same way', async () => {
@@ -262,7 +251,6 @@ describe('full-text searches over HTTP', () => {
     );
     expectError(await first, 422, 'validation_error', 'q');
     release();
-    held = undefined;
     await new Promise((resolve) => setTimeout(resolve, 20));
     const found = await t.call({ url: `/api/v1/custom-data-sources/${slug}/rows?q=parcel`, key: a.key });
     expect(found.status).toBe(200);
@@ -287,7 +275,6 @@ describe('full-text searches over HTTP', () => {
         error: { code: 'knowledge_search_timeout', message: expect.stringContaining('longer than 300 ms') },
       });
       release();
-      held = undefined;
       await new Promise((resolve) => setTimeout(resolve, 20));
       const again = await t.call({
         method: 'POST',
@@ -344,7 +331,6 @@ describe('full-text searches over HTTP', () => {
 
       expect((await holder).status).toBe(422);
       release();
-      held = undefined;
       await new Promise((resolve) => setTimeout(resolve, 20));
       // The retry, due now: the case plays and passes.
       await t.database.db
@@ -374,6 +360,5 @@ describe('full-text searches over HTTP', () => {
     expectError(report, 503, 'service_unavailable');
     expect((await first).status).toBe(422);
     release();
-    held = undefined;
   });
 });
