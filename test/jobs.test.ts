@@ -28,6 +28,31 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000) {
   }
 }
 
+/** Registers `kind` with jobs that run until released; `most()` is the most of `tenantId`'s at once. */
+function holdingKind(q: ReturnType<typeof queue>, kind: string) {
+  const held: { tenantId: string; release: () => void }[] = [];
+  let most = 0;
+  q.register(
+    kind,
+    (job) =>
+      new Promise<void>((resolve) => {
+        held.push({ tenantId: job.tenantId, release: resolve });
+        most = Math.max(most, held.filter((h) => h.tenantId === tenantId).length);
+      }),
+  );
+  return {
+    held,
+    most: () => most,
+    /** Releases every job as it starts, until all of `ids` have succeeded. */
+    drain: (ids: string[]) =>
+      waitFor(async () => {
+        for (const h of held.splice(0)) h.release();
+        const rows = await Promise.all(ids.map(jobRow));
+        return rows.every((row) => row.status === 'succeeded');
+      }),
+  };
+}
+
 beforeAll(async () => {
   t = await startTestApp();
   ({ tenantId } = await t.tenant());
@@ -384,17 +409,8 @@ describe('job queue', () => {
   it('a lane runs at most its tenant concurrency of one tenant’s jobs: a free slot goes to another tenant’s later job', async () => {
     const slow = uniqueKind('hog');
     const other = await t.tenant();
-    const held: { tenantId: string; release: () => void }[] = [];
-    let most = 0;
     const q = queue({ pollMs: 10, lanes: [{ name: 'capped', kinds: [slow], concurrency: 3, tenantConcurrency: 2 }] });
-    q.register(
-      slow,
-      (job) =>
-        new Promise<void>((resolve) => {
-          held.push({ tenantId: job.tenantId, release: resolve });
-          most = Math.max(most, held.filter((h) => h.tenantId === tenantId).length);
-        }),
-    );
+    const { held, most, drain } = holdingKind(q, slow);
     const hogIds: string[] = [];
     for (let i = 0; i < 5; i++) hogIds.push((await q.enqueue(t.database.db, { kind: slow, tenantId })).id);
     q.start();
@@ -412,12 +428,8 @@ describe('job queue', () => {
       // One of the tenant's jobs ends: the next of its own takes the freed share.
       held.shift()?.release();
       await waitFor(async () => held.filter((h) => h.tenantId === tenantId).length === 2);
-      await waitFor(async () => {
-        for (const h of held.splice(0)) h.release();
-        const rows = await Promise.all([...hogIds, id].map(jobRow));
-        return rows.every((row) => row.status === 'succeeded');
-      });
-      expect(most).toBe(2);
+      await drain([...hogIds, id]);
+      expect(most()).toBe(2);
     } finally {
       for (const h of held) h.release();
       await q.stop();
@@ -427,9 +439,8 @@ describe('job queue', () => {
   it('the default lane gives a tenant half its workers while another tenant waits: the next free slot goes to the other tenant’s later job', async () => {
     const long = uniqueKind('crawl');
     const other = await t.tenant();
-    const held: { tenantId: string; release: () => void }[] = [];
     const q = queue({ pollMs: 10, concurrency: 2 }); // a share of 1 each
-    q.register(long, (job) => new Promise<void>((resolve) => held.push({ tenantId: job.tenantId, release: resolve })));
+    const { held, drain } = holdingKind(q, long);
     const own: string[] = [];
     for (let i = 0; i < 3; i++) own.push((await q.enqueue(t.database.db, { kind: long, tenantId })).id);
     q.start();
@@ -445,11 +456,7 @@ describe('job queue', () => {
       held.shift()?.release();
       await waitFor(async () => held.some((h) => h.tenantId === other.tenantId));
       expect((await jobRow(own[2] as string)).status).toBe('queued');
-      await waitFor(async () => {
-        for (const h of held.splice(0)) h.release();
-        const rows = await Promise.all([...own, id].map(jobRow));
-        return rows.every((row) => row.status === 'succeeded');
-      });
+      await drain([...own, id]);
     } finally {
       for (const h of held) h.release();
       await q.stop();
@@ -460,20 +467,11 @@ describe('job queue', () => {
     const slow = uniqueKind('hung');
     const b = await t.tenant();
     const c = await t.tenant();
-    const held: { tenantId: string; release: () => void }[] = [];
-    let most = 0;
     const q = queue({
       pollMs: 10,
       lanes: [{ name: 'shared', kinds: [slow], concurrency: 3, tenantConcurrency: 2, tenantShare: 1 }],
     });
-    q.register(
-      slow,
-      (job) =>
-        new Promise<void>((resolve) => {
-          held.push({ tenantId: job.tenantId, release: resolve });
-          most = Math.max(most, held.filter((h) => h.tenantId === tenantId).length);
-        }),
-    );
+    const { held, most, drain } = holdingKind(q, slow);
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await q.enqueue(t.database.db, { kind: slow, tenantId })).id);
     for (let i = 0; i < 4; i++) ids.push((await q.enqueue(t.database.db, { kind: slow, tenantId: b.tenantId })).id);
@@ -488,12 +486,8 @@ describe('job queue', () => {
       held.shift()?.release();
       await waitFor(async () => held.some((h) => h.tenantId === c.tenantId));
       ids.push(id);
-      await waitFor(async () => {
-        for (const h of held.splice(0)) h.release();
-        const rows = await Promise.all(ids.map(jobRow));
-        return rows.every((row) => row.status === 'succeeded');
-      });
-      expect(most).toBe(2);
+      await drain(ids);
+      expect(most()).toBe(2);
     } finally {
       for (const h of held) h.release();
       await q.stop();
