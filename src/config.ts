@@ -83,6 +83,8 @@ export interface Config {
    * half the database pool on PostgreSQL, 1 on PGlite); one tenant may hold half of them, rounded up.
    */
   searchMaxConcurrent: number;
+  /** Custom data sources one workspace may hold, each a table (CUSTOM_DATA_SOURCES_MAX). */
+  customDataSourcesMax: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -279,6 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
     analyticsTimeoutMs: int(env, 'ANALYTICS_TIMEOUT_MS', 15_000, 1, 600_000),
     searchTimeoutMs: int(env, 'SEARCH_TIMEOUT_MS', 5_000, 1, 600_000),
     searchMaxConcurrent: int(env, 'SEARCH_MAX_CONCURRENT', databaseUrl ? 5 : 1, 1, 1000),
+    customDataSourcesMax: int(env, 'CUSTOM_DATA_SOURCES_MAX', 100, 1, 100_000),
     logLevel: logLevel as Config['logLevel'],
   };
 }

@@ -88,6 +88,32 @@ describe('custom data sources', () => {
     expect(list.body.data).toHaveLength(1);
   });
 
+  it('a workspace holds at most CUSTOM_DATA_SOURCES_MAX sources (each a table), also when created at once: 409 past it, and room again after a delete', async () => {
+    const capped = await startTestApp({ CUSTOM_DATA_SOURCES_MAX: '2' });
+    try {
+      const { key } = await capped.tenant();
+      const create = (slug: string) =>
+        capped.call({ method: 'POST', url: BASE, key, body: { name: `Source ${slug}`, slug } });
+      const at = await Promise.all(['a', 'b', 'c', 'd', 'e'].map(create));
+      expect(at.map((r) => r.status).sort()).toEqual([201, 201, 409, 409, 409]);
+      const refused = at.find((r) => r.status === 409) as (typeof at)[number];
+      expectError(refused, 409, 'conflict');
+      expect(refused.body.error.message).toContain('its limit (CUSTOM_DATA_SOURCES_MAX)');
+      const list = await capped.call({ url: BASE, key });
+      expect(list.body.data).toHaveLength(2);
+      // Another workspace has its own.
+      const other = await capped.tenant();
+      expect(
+        (await capped.call({ method: 'POST', url: BASE, key: other.key, body: { name: 'X', slug: 'x' } })).status,
+      ).toBe(201);
+      const gone = list.body.data[0] as { id: string };
+      expect((await capped.call({ method: 'DELETE', url: `${BASE}/${gone.id}`, key })).status).toBe(200);
+      expect((await create('f')).status).toBe(201);
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('refuses a slug with SQL in it (422 validation_error, param slug), a UUID-shaped slug, and bad fields', async () => {
     const { key } = await t.tenant();
     for (const slug of ['x"; drop table tenants; --', "orders'); delete from api_keys; --", 'Orders', '', '-x']) {

@@ -284,7 +284,16 @@ function normalizeRow(
 
 // --- the service -------------------------------------------------------------------------------
 
-export function createCustomDataSourceService({ db, search }: { db: Db; search: SearchRunner }) {
+export function createCustomDataSourceService({
+  db,
+  search,
+  maxSources,
+}: {
+  db: Db;
+  search: SearchRunner;
+  /** Custom data sources one workspace may hold (CUSTOM_DATA_SOURCES_MAX): each is a table. */
+  maxSources: number;
+}) {
   /** The source named by id (a UUID) or slug (anything else), in this tenant only. */
   async function findSource(
     executor: Kysely<Database>,
@@ -464,6 +473,19 @@ export function createCustomDataSourceService({ db, search }: { db: Db; search: 
       const tableName = backingTableName(id);
       try {
         return await db.transaction().execute(async (trx) => {
+          // Each source is a table of the database: a workspace holds a bounded number. Its
+          // creations take their turn on its tenant row, so two at once cannot both pass the count.
+          await trx.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
+          const held = await trx
+            .selectFrom('custom_data_sources')
+            .select(sql<number>`count(*)::int`.as('n'))
+            .where('tenant_id', '=', tenantId)
+            .executeTakeFirstOrThrow();
+          if (held.n >= maxSources) {
+            throw new ConflictError(
+              `This workspace holds ${held.n} custom data sources, its limit (CUSTOM_DATA_SOURCES_MAX); delete one before creating another.`,
+            );
+          }
           const row = await trx
             .insertInto('custom_data_sources')
             .values({

@@ -49,7 +49,11 @@ export function createServices({
   const boundedSearchKnowledge = (tenantId: string, query: string, options?: Parameters<typeof searchKnowledge>[3]) =>
     heavy.run(tenantId, knowledgeLimit, (trx) => searchKnowledge(trx, tenantId, query, options));
   const documents = createDocumentService({ db, search });
-  const customDataSources = createCustomDataSourceService({ db, search });
+  const customDataSources = createCustomDataSourceService({
+    db,
+    search,
+    maxSources: config.customDataSourcesMax,
+  });
   // The agent area (src/agent/index.ts): knowledge search and the gap queue are injected.
   const gaps = createKnowledgeGapService({ db, documents, emitEvent });
   const agentArea = createAgentArea({
