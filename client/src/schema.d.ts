@@ -662,7 +662,7 @@ export interface paths {
         put?: never;
         /**
          * Create a custom data source
-         * @description Creates a table of rows the agent can look things up in (orders, plans, stores), with its own backing table. `slug` is unique in the workspace and can be used instead of the id in paths. Optional `fields` declare keys of row `data` with a type and whether they are required; rows are checked against them. Returns the source.
+         * @description Creates a table of rows the agent can look things up in (orders, plans, stores), with its own backing table. `slug` is unique in the workspace and can be used instead of the id in paths. Optional `fields` declare keys of row `data` with a type and whether they are required; rows are checked against them. A workspace holds at most CUSTOM_DATA_SOURCES_MAX sources (100 by default): one more is a 409 conflict. Returns the source.
          *
          *     Requires scope `knowledge:write`.
          */

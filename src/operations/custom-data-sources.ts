@@ -127,6 +127,7 @@ export const customDataSourceOperations = [
       'Creates a table of rows the agent can look things up in (orders, plans, stores), with its own backing ' +
       'table. `slug` is unique in the workspace and can be used instead of the id in paths. Optional `fields` ' +
       'declare keys of row `data` with a type and whether they are required; rows are checked against them. ' +
+      'A workspace holds at most CUSTOM_DATA_SOURCES_MAX sources (100 by default): one more is a 409 conflict. ' +
       'Returns the source.',
     body: Type.Object(
       {
