@@ -375,6 +375,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   registerMcpRoutes(app, {
     operations: OPERATIONS,
     services,
+    authenticator,
     config,
     redis,
     namespace: redisNamespace ?? config.redisKeyPrefix,

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/lib/ids.js';
 import { bindArguments, buildTools } from '../src/mcp/tools.js';
 import { OPERATIONS } from '../src/operations/index.js';
-import { startTestApp, type TestApp } from './helpers.js';
+import { ADMIN_TOKEN, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
 let base: string;
@@ -458,6 +458,35 @@ describe('MCP transport rules', () => {
     controller.abort();
     expect(text).toContain(': heartbeat');
     expect(text).not.toMatch(/^data:/m);
+  });
+
+  it('a stream whose key is revoked ends at a heartbeat after it, saying why', async () => {
+    const { tenantId } = await t.tenant();
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const created = await t.call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/api-keys`,
+      headers: admin,
+      body: { name: 'stream', scopes: ['apps:read'] },
+    });
+    const r = await fetch(`${base}/api/v1/mcp`, {
+      headers: { 'x-api-key': created.body.secret, accept: 'text/event-stream' },
+    });
+    expect(r.status).toBe(200);
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    while (!text.includes(': heartbeat')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(
+      (await t.call({ method: 'POST', url: `/admin/v1/api-keys/${created.body.id}/revoke`, headers: admin })).status,
+    ).toBe(200);
+    const started = Date.now();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(text).toMatch(/: closed: the API key is no longer valid\n\n$/);
   });
 
   it('GET without a key answers 401', async () => {

@@ -20,7 +20,7 @@ import type { Config } from '../config.js';
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import { type AuthContext, isOwnHost } from '../http/auth.js';
+import { type AuthContext, type Authenticator, isOwnHost } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
 import { openEventStream } from '../http/negotiation.js';
@@ -138,6 +138,8 @@ export function registerMcpRoutes(
   deps: {
     operations: Operation[];
     services: Services;
+    /** Judges a stream's key again at each heartbeat. */
+    authenticator: Pick<Authenticator, 'authenticate'>;
     config: Config;
     redis?: Redis | undefined;
     namespace: string;
@@ -342,10 +344,27 @@ export function registerMcpRoutes(
         }
         streamsOf.set(tenantId, open + 1);
         raw.write(': connected\n\n');
-        const timer = setInterval(
-          () => raw.write(`: heartbeat ${new Date().toISOString()}\n\n`),
-          config.sseHeartbeatMs,
-        );
+        // The key is judged again at each heartbeat (a second's cache, as for requests): a stream
+        // of a key revoked, locked or expired since ends. A database that does not answer ends none.
+        const apiKey = request.headers['x-api-key'];
+        const host = request.headers.host;
+        const stillGood = async () => {
+          try {
+            await deps.authenticator.authenticate(apiKey, host);
+            return true;
+          } catch (error) {
+            return !(error instanceof DomainError);
+          }
+        };
+        const timer = setInterval(async () => {
+          const good = await stillGood();
+          if (raw.writableEnded) return;
+          if (!good) {
+            raw.end(': closed: the API key is no longer valid\n\n');
+            return;
+          }
+          raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+        }, config.sseHeartbeatMs);
         streams.add(raw);
         let ended = false;
         const end = () => {
