@@ -1,6 +1,6 @@
 // Custom data sources: real backing tables (created, kept by clear, dropped by delete), row upsert,
 // batch, search ranking, tenant isolation and scopes. Spec: custom data source row; rules 7 and 8.
-import { sql } from 'kysely';
+import { type KyselyPlugin, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NotFoundError } from '../src/domain/errors.js';
 import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from './helpers.js';
@@ -113,6 +113,56 @@ describe('custom data sources', () => {
       await capped.close();
     }
   });
+
+  it.skipIf(!usingPostgres)(
+    "a creation waiting its turn holds back none of the workspace's other writes (rows that name its tenant)",
+    async () => {
+      let open = () => {};
+      let gate: Promise<void> | undefined;
+      const watched = new WeakSet<object>();
+      const plugin: KyselyPlugin = {
+        transformQuery: (args) => {
+          const text = JSON.stringify(args.node);
+          if (
+            gate &&
+            args.node.kind === 'SelectQueryNode' &&
+            text.includes('"custom_data_sources"') &&
+            text.includes('count(*)')
+          ) {
+            watched.add(args.queryId);
+          }
+          return args.node;
+        },
+        transformResult: async (args) => {
+          if (watched.has(args.queryId)) await gate;
+          return args.result;
+        },
+      };
+      const app = await startTestApp({}, { wrapDb: (db) => db.withPlugin(plugin) });
+      try {
+        const { key } = await app.tenant();
+        const first = await app.call({ method: 'POST', url: BASE, key, body: { name: 'First', slug: 'first' } });
+        expect(first.status).toBe(201);
+        gate = new Promise<void>((resolve) => (open = resolve));
+        // Held after it took its turn on the tenant row, before its table is made.
+        const creating = app.call({ method: 'POST', url: BASE, key, body: { name: 'Second', slug: 'second' } });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const started = Date.now();
+        const smart = await Promise.race([
+          app.call({ method: 'POST', url: '/api/v1/smart-sources', key, body: { name: 'feed', data_source: 'first' } }),
+          new Promise<null>((resolve) => setTimeout(() => resolve(null), 3000)),
+        ]);
+        open();
+        gate = undefined;
+        expect(smart?.status).toBe(201);
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect((await creating).status).toBe(201);
+      } finally {
+        open();
+        await app.close();
+      }
+    },
+  );
 
   it('refuses a slug with SQL in it (422 validation_error, param slug), a UUID-shaped slug, and bad fields', async () => {
     const { key } = await t.tenant();

@@ -475,7 +475,10 @@ export function createCustomDataSourceService({
         return await db.transaction().execute(async (trx) => {
           // Each source is a table of the database: a workspace holds a bounded number. Its
           // creations take their turn on its tenant row, so two at once cannot both pass the count.
-          await trx.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
+          // FOR NO KEY UPDATE, not FOR UPDATE: that one conflicts with the FOR KEY SHARE every
+          // insert of a row naming the tenant takes (its foreign key), so it would hold back all
+          // the workspace's writes while the table is made, and wait behind any open one.
+          await trx.selectFrom('tenants').select('id').where('id', '=', tenantId).forNoKeyUpdate().execute();
           const held = await trx
             .selectFrom('custom_data_sources')
             .select(sql<number>`count(*)::int`.as('n'))
