@@ -4,6 +4,7 @@ import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
+import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/lib/ids.js';
 import { bindArguments, buildTools } from '../src/mcp/tools.js';
@@ -698,5 +699,120 @@ describe('tool input schemas', () => {
       const input = valueFor(tool.definition.inputSchema) as Record<string, unknown>;
       expect(() => bindArguments(tool, input), `${tool.definition.name} ${JSON.stringify(input)}`).not.toThrow();
     }
+  });
+});
+
+describe('MCP event streams while the database is slow or down', () => {
+  /** Holds (or fails) the answers of key lookups (selects from api_keys) while set. */
+  function keyLookups() {
+    let mode: 'pass' | 'hold' | 'fail' = 'pass';
+    let open = () => {};
+    let gate: Promise<void> = Promise.resolve();
+    let held = 0;
+    let started = 0;
+    const watched = new WeakSet<object>();
+    const plugin: KyselyPlugin = {
+      transformQuery: (args) => {
+        if (
+          mode !== 'pass' &&
+          args.node.kind === 'SelectQueryNode' &&
+          JSON.stringify(args.node).includes('"api_keys"')
+        ) {
+          watched.add(args.queryId);
+          started++;
+        }
+        return args.node;
+      },
+      transformResult: async (args) => {
+        if (!watched.has(args.queryId)) return args.result;
+        if (mode === 'fail') throw Object.assign(new Error('connection terminated'), { code: '57P01' });
+        held++;
+        await gate;
+        held--;
+        return args.result;
+      },
+    };
+    return {
+      plugin,
+      get held() {
+        return held;
+      },
+      get started() {
+        return started;
+      },
+      hold() {
+        gate = new Promise<void>((resolve) => (open = resolve));
+        mode = 'hold';
+      },
+      fail() {
+        mode = 'fail';
+      },
+      release() {
+        mode = 'pass';
+        open();
+      },
+    };
+  }
+
+  async function heartbeatsWhile(lookups: ReturnType<typeof keyLookups>, set: () => void) {
+    const app = await startTestApp({ SSE_HEARTBEAT_MS: '100' }, { wrapDb: (db) => db.withPlugin(lookups.plugin) });
+    try {
+      await app.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = app.app.server.address();
+      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/v1/mcp`;
+      const { key: streamKey } = await app.tenant();
+      const controller = new AbortController();
+      const r = await fetch(url, {
+        headers: { 'x-api-key': streamKey, accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      expect(r.status).toBe(200);
+      const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+      let text = '';
+      while (!text.includes(': connected')) text += new TextDecoder().decode((await reader.read()).value);
+      const chunks: { at: number; text: string }[] = [];
+      let ended = false;
+      void (async () => {
+        for (;;) {
+          const next = await reader.read().catch(() => ({ done: true, value: undefined }));
+          if (next.done) {
+            ended = true;
+            return;
+          }
+          chunks.push({ at: Date.now(), text: new TextDecoder().decode(next.value) });
+        }
+      })();
+      set();
+      // Past the key cache's second: from then on each judgement asks the database.
+      const from = Date.now() + 1200;
+      await new Promise((resolve) => setTimeout(resolve, 2200));
+      text = chunks
+        .filter((c) => c.at >= from)
+        .map((c) => c.text)
+        .join('');
+      const wasEnded = ended;
+      const result = { beats: text.split(': heartbeat').length - 1, ended: wasEnded, started: lookups.started, text };
+      lookups.release();
+      controller.abort();
+      return result;
+    } finally {
+      lookups.release();
+      await app.close();
+    }
+  }
+
+  it('key lookups that do not answer hold back no heartbeat, and one stream waits on one lookup at a time', async () => {
+    const lookups = keyLookups();
+    const { beats, ended, started } = await heartbeatsWhile(lookups, () => lookups.hold());
+    expect(ended).toBe(false);
+    expect(beats).toBeGreaterThanOrEqual(5);
+    expect(started).toBeLessThanOrEqual(1);
+  });
+
+  it('a database that fails ends no stream', async () => {
+    const lookups = keyLookups();
+    const { beats, ended } = await heartbeatsWhile(lookups, () => lookups.fail());
+    expect(ended).toBe(false);
+    expect(beats).toBeGreaterThanOrEqual(5);
   });
 });

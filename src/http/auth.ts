@@ -106,24 +106,26 @@ export function createAuthenticator({
     return key;
   }
 
-  function judge(key: CachedKey['key'], hostHeader: string | undefined): AuthContext {
+  function judge(key: CachedKey['key'], hostHeader: string | undefined, touch: boolean): AuthContext {
     const hostTenant = tenantFromHost(hostHeader, baseDomain);
     if (!key || keyStatus(key) !== 'active' || (hostTenant !== undefined && hostTenant !== key.tenant_id)) {
       // One answer for every reason, so a caller learns nothing about other tenants' keys.
       throw new DomainError('invalid_api_key', 'The API key is invalid, expired, locked or revoked.');
     }
-    used.add(key.id);
+    if (touch) used.add(key.id);
     return { tenantId: key.tenant_id, keyId: key.id, keyName: key.name, scopes: key.scopes };
   }
 
   return {
     /**
      * Who the request is: throws (or rejects with) `not_authenticated` or `invalid_api_key`.
-     * A key judged in the last second is answered at once, without a promise.
+     * A key judged in the last second is answered at once, without a promise. `touch: false`
+     * (an open stream's key judged again) does not count as a use of the key (`last_used_at`).
      */
     authenticate(
       apiKeyHeader: string | string[] | undefined,
       hostHeader: string | undefined,
+      { touch = true }: { touch?: boolean } = {},
     ): AuthContext | Promise<AuthContext> {
       if (typeof apiKeyHeader !== 'string' || apiKeyHeader.trim() === '') {
         throw new DomainError('not_authenticated', 'No API key: send one in the X-API-Key header.');
@@ -131,8 +133,8 @@ export function createAuthenticator({
       const secretHash = sha256Hex(apiKeyHeader.trim());
       const now = Date.now();
       const hit = cache.get(secretHash);
-      if (hit && now - hit.fetchedAt < KEY_CACHE_TTL_MS) return judge(hit.key, hostHeader);
-      return fetchKey(secretHash, now).then((key) => judge(key, hostHeader));
+      if (hit && now - hit.fetchedAt < KEY_CACHE_TTL_MS) return judge(hit.key, hostHeader, touch);
+      return fetchKey(secretHash, now).then((key) => judge(key, hostHeader, touch));
     },
 
     authorize(auth: AuthContext, required: Scope): void {

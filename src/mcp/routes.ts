@@ -345,25 +345,31 @@ export function registerMcpRoutes(
         streamsOf.set(tenantId, open + 1);
         raw.write(': connected\n\n');
         // The key is judged again at each heartbeat (a second's cache, as for requests): a stream
-        // of a key revoked, locked or expired since ends. A database that does not answer ends none.
+        // of a key revoked, locked or expired since ends. A database that does not answer ends none
+        // and holds back no heartbeat: the heartbeat is written first, the judgement follows, and a
+        // stream has one judgement under way at most (a slow database is asked once, not per beat).
+        // The judgement is no use of the key: last_used_at is not moved by an open stream.
         const apiKey = request.headers['x-api-key'];
         const host = request.headers.host;
-        const stillGood = async () => {
+        let judging = false;
+        const judge = async () => {
+          if (judging) return;
+          judging = true;
           try {
-            await deps.authenticator.authenticate(apiKey, host);
-            return true;
+            await deps.authenticator.authenticate(apiKey, host, { touch: false });
           } catch (error) {
-            return !(error instanceof DomainError);
+            if (error instanceof DomainError && !raw.writableEnded && !raw.destroyed) {
+              raw.end(': closed: the API key is no longer valid\n\n');
+            }
+            // Anything else (the database does not answer) ends nothing.
+          } finally {
+            judging = false;
           }
         };
-        const timer = setInterval(async () => {
-          const good = await stillGood();
-          if (raw.writableEnded) return;
-          if (!good) {
-            raw.end(': closed: the API key is no longer valid\n\n');
-            return;
-          }
+        const timer = setInterval(() => {
+          if (raw.writableEnded || raw.destroyed) return;
           raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+          void judge();
         }, config.sseHeartbeatMs);
         streams.add(raw);
         let ended = false;
