@@ -156,7 +156,7 @@ export function createEvaluationService(deps: EvaluationServiceDeps) {
     } catch (error) {
       // The search runs past SEARCH_TIMEOUT_MS on every try: a customer asking this gets no
       // answer either (the turn ends FAILED), so it is not covered; failing the run would fail it
-      // on every attempt. No slot free (busy) is passing: the attempt is retried.
+      // on every attempt. No slot free (busy) is transient: the attempt is retried.
       if (error instanceof KnowledgeSearchFailure && error.code === 'knowledge_search_timeout') {
         return { covered: false, best_rank: null, document_id: null };
       }
