@@ -1,7 +1,7 @@
-// Point reads coalesced (src/db/coalesce.ts): a read goes at once while its group has room, and the
-// reads that arrive while its statements run wait and go as one statement.
+// Work coalesced (src/db/coalesce.ts): an item goes at once while its group has room, and the items
+// that arrive while its statements run wait and go as one statement.
 import { describe, expect, it } from 'vitest';
-import { coalescePointReads } from '../src/db/coalesce.js';
+import { coalesce, coalescePointReads, type Outcome } from '../src/db/coalesce.js';
 
 type Row = { key: string; group: string };
 
@@ -12,7 +12,7 @@ type Row = { key: string; group: string };
  */
 function reader(
   tables: Record<string, string[]>,
-  options: { maxInFlight?: number; maxKeys?: number; fail?: (group: string) => Error | undefined } = {},
+  options: { maxInFlight?: number; maxItems?: number; fail?: (group: string) => Error | undefined } = {},
 ) {
   const queries: { group: string; keys: string[] }[] = [];
   let held: (() => void)[] | undefined = [];
@@ -26,7 +26,7 @@ function reader(
     },
     keyOf: (row) => row.key,
     maxInFlight: options.maxInFlight ?? 1,
-    maxKeys: options.maxKeys ?? 100,
+    maxItems: options.maxItems ?? 100,
   });
   const answer = () => {
     const waiting = held ?? [];
@@ -85,8 +85,8 @@ describe('coalesced point reads', () => {
     expect(queries.map((query) => query.keys)).toEqual([['1'], ['2']]);
   });
 
-  it('puts at most maxKeys keys in a statement, and sends the waiting statements in turn', async () => {
-    const { reads, queries, answer } = reader({ a: ['1', '2', '3', '4', '5', '6'] }, { maxKeys: 2 });
+  it('puts at most maxItems reads in a statement, and sends the waiting statements in turn', async () => {
+    const { reads, queries, answer } = reader({ a: ['1', '2', '3', '4', '5', '6'] }, { maxItems: 2 });
     const answers = Promise.all(['1', '2', '3', '4', '5', '6'].map((key) => reads.read('a', key)));
     answer();
     expect((await answers).map((row) => row?.key)).toEqual(['1', '2', '3', '4', '5', '6']);
@@ -115,5 +115,61 @@ describe('coalesced point reads', () => {
     // A failed statement leaves room for the next: the group still reads.
     expect(queries.map((query) => query.keys)).toEqual([['0'], ['1'], ['1']]);
     await expect(reads.read('b', '1')).resolves.toEqual({ key: '1', group: 'b' });
+  });
+});
+
+describe('coalesced items with outcomes of their own', () => {
+  /** Items that are numbers; a statement settles each, failing the odd ones when `oddFail` is set. */
+  function runner(oddFail: boolean) {
+    const statements: number[][] = [];
+    let held: (() => void)[] | undefined = [];
+    const items = coalesce<number, number>({
+      maxInFlight: 1,
+      maxItems: 10,
+      async runMany(_group, batch) {
+        statements.push(batch);
+        if (held) await new Promise<void>((resolve) => held?.push(resolve));
+        return batch.map(
+          (n): Outcome<number> =>
+            oddFail && n % 2 === 1 ? { ok: false, error: new Error(`odd ${n}`) } : { ok: true, value: n * 10 },
+        );
+      },
+    });
+    const answer = () => {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const release of waiting) release();
+    };
+    return { items, statements, answer };
+  }
+
+  it('settles each item of a batch as its statement said: one failing fails no other', async () => {
+    const { items, statements, answer } = runner(true);
+    const outcomes = Promise.allSettled([1, 2, 3, 4].map((n) => items.run('g', n)));
+    answer();
+    expect(await outcomes).toEqual([
+      { status: 'rejected', reason: new Error('odd 1') },
+      { status: 'fulfilled', value: 20 },
+      { status: 'rejected', reason: new Error('odd 3') },
+      { status: 'fulfilled', value: 40 },
+    ]);
+    expect(statements).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('does not coalesce the same item twice: each run is its own item', async () => {
+    const { items, statements, answer } = runner(false);
+    const outcomes = Promise.all([1, 2, 2].map((n) => items.run('g', n)));
+    answer();
+    expect(await outcomes).toEqual([10, 20, 20]);
+    expect(statements).toEqual([[1], [2, 2]]);
+  });
+
+  it('fails the items a statement left unanswered', async () => {
+    const items = coalesce<number, number>({
+      maxInFlight: 1,
+      maxItems: 10,
+      runMany: async (_group, batch) => batch.slice(1).map((n) => ({ ok: true, value: n })),
+    });
+    await expect(items.run('g', 1)).rejects.toThrow('fewer items than asked');
   });
 });

@@ -145,9 +145,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Row reads coalesced (db/coalesce.ts): two statements of a table at once (of the pool's 10 on
- * PostgreSQL, 4 on PGlite), and the reads beyond them wait, 32 keys to a statement at most.
+ * PostgreSQL, 4 on PGlite), and the reads beyond them wait, 32 to a statement at most.
  */
-export const ROW_READ_COALESCING: CoalesceOptions = { maxInFlight: 2, maxKeys: 32 };
+export const ROW_READ_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32 };
 
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 

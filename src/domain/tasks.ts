@@ -3,12 +3,13 @@
 // the same transaction as the insert, so numbers run 1, 2, 3… with no gap and no repeat however
 // many creations race. A task is addressed by its UUID or its identifier, on every route.
 // A comment's mentions name staff users of the tenant; each mentioned user is notified.
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/client.js';
+import { type CoalesceOptions, coalesce, type Outcome } from '../db/coalesce.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
-import { type EmitEvent, subscribedEndpoints } from './events.js';
+import type { EmitEvent } from './events.js';
 import { newestFirst, type Page, toList } from './pagination.js';
 import { findStaff, type PersonSummary } from './users.js';
 
@@ -60,10 +61,17 @@ const TASK_COLUMNS = ['id', 'number', 'title', 'description', 'assignee_id', 'cr
 
 /** The query for the task a path names (UUID or `TASK-<n>`) in this tenant; `not_found` if `ref` names none. */
 function taskQuery(db: Db, tenantId: string, ref: string) {
-  const byNumber = TASK_IDENTIFIER.exec(ref);
-  if (!byNumber && !isUuid(ref)) throw new NotFoundError('task', ref);
+  const { id, number } = taskRef(ref);
   const query = db.selectFrom('tasks').select(TASK_COLUMNS).where('tenant_id', '=', tenantId);
-  return byNumber ? query.where('number', '=', Number(byNumber[1])) : query.where('id', '=', ref);
+  return number !== null ? query.where('number', '=', number) : query.where('id', '=', id as string);
+}
+
+/** What a path's task names: its UUID, or its number (`TASK-<n>`); `not_found` if neither. */
+function taskRef(ref: string): { id: string; number: null } | { id: null; number: number } {
+  const byNumber = TASK_IDENTIFIER.exec(ref);
+  if (byNumber) return { id: null, number: Number(byNumber[1]) };
+  if (isUuid(ref)) return { id: ref, number: null };
+  throw new NotFoundError('task', ref);
 }
 
 /** The task a path names (UUID or `TASK-<n>`) in this tenant, or `not_found`. */
@@ -97,6 +105,35 @@ interface CommentRow {
 }
 
 export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitEvent }) {
+  /**
+   * A comment is written on its own (`db`, one statement, one round trip), coalesced with the
+   * tenant's other comments waiting while its statements run. A statement of several that fails
+   * (a task or user deleted meanwhile, an outage) is tried again one comment at a time, so each
+   * sees its own statement's error and no other's. When an enabled endpoint subscribes to
+   * `task.comment.created`, that statement writes nothing, and each comment is written again in a
+   * transaction with its event.
+   */
+  const commentWrites = coalesce<NewComment, WrittenComment>({
+    ...COMMENT_WRITE_COALESCING,
+    async runMany(tenantId, comments) {
+      const unlessSubscribed = emitEvent !== undefined;
+      try {
+        return await writeComments(db, tenantId, comments, unlessSubscribed);
+      } catch (error) {
+        if (comments.length === 1) throw error;
+        return Promise.all(
+          comments.map(async (comment): Promise<Outcome<WrittenComment>> => {
+            try {
+              return (await writeComments(db, tenantId, [comment], unlessSubscribed))[0] as Outcome<WrittenComment>;
+            } catch (error) {
+              return { ok: false, error };
+            }
+          }),
+        );
+      }
+    },
+  });
+
   async function taskRecords(executor: Db, tenantId: string, rows: TaskRow[]) {
     const assignees = await findStaff(
       executor,
@@ -206,10 +243,12 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       input: { content: string; mention_ids?: string[] | undefined; author_id?: string | undefined },
       caller: Caller,
     ): Promise<TaskCommentRecord> {
+      const { id: taskId, number: taskNumber } = taskRef(ref);
       const comment: NewComment = {
         id: newId(),
-        tenantId,
         ref,
+        taskId,
+        taskNumber,
         content: input.content,
         // Lower-cased as the database answers UUIDs (validation does it too), so that the statement's
         // match of the users named and the checks made on its answer cannot disagree.
@@ -218,12 +257,13 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         caller,
         createdAt: new Date(),
       };
-      const alone = await writeComment(db, comment, emitEvent !== undefined);
+      const alone = await commentWrites.run(tenantId, comment);
       if (alone.record) return alone.record;
       return db.transaction().execute(async (trx) => {
-        const written = await writeComment(trx, comment, false);
-        const { task } = written;
-        const record = written.record as TaskCommentRecord;
+        const [written] = await writeComments(trx, tenantId, [comment], false);
+        if (!written?.ok) throw written?.error;
+        const { task } = written.value;
+        const record = written.value.record as TaskCommentRecord;
         // Webhook event (issue 12), in this transaction: how a mention reaches people outside the product.
         await emitEvent?.(trx, tenantId, 'task.comment.created', {
           task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
@@ -256,9 +296,10 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
 /** A comment to write: its id and time are chosen before the statement that writes it. */
 interface NewComment {
   id: string;
-  tenantId: string;
-  /** The task's UUID or identifier, as the path gave it. */
+  /** The task's UUID or identifier, as the path gave it, and the one of the two it is. */
   ref: string;
+  taskId: string | null;
+  taskNumber: number | null;
   content: string;
   authorId: string | null;
   /** In the order sent, lower-cased; a repeated id counts once. */
@@ -267,63 +308,164 @@ interface NewComment {
   createdAt: Date;
 }
 
+/** A comment written, or else its task found but the comment held back for its event (`record` null). */
+interface WrittenComment {
+  task: TaskRow;
+  record: TaskCommentRecord | null;
+}
+
 /**
- * One statement finds the task and the users the comment names, and only when every one is found
- * writes the comment, its mentions and the notifications of the users mentioned (not the author).
- * With `unlessSubscribed`, it also writes nothing when an enabled endpoint subscribes to the
- * comment's event: `record` is then null, and the caller writes the comment in a transaction with
- * its event.
- * `not_found` for a missing task; `invalid_parameters` naming the first user id not found.
+ * Comment writes coalesced (db/coalesce.ts), per tenant: two statements at once (of the pool's 10
+ * on PostgreSQL, 4 on PGlite), and the writes beyond them wait, 32 to a statement at most.
  */
-async function writeComment(
+export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32 };
+
+/**
+ * One statement for several comments of a tenant. For each it finds the task and the users the
+ * comment names, and only when every one is found writes the comment, its mentions and the
+ * notifications of the users mentioned (not the author). With `$2` (unless subscribed) it writes no
+ * comment when an enabled endpoint subscribes to `task.comment.created` (as `subscribedEndpoints`
+ * finds them, events.ts): the caller then writes each in a transaction with its event. One row per
+ * comment whose task was found: the task, whether the comment was written, and the users found.
+ *
+ * `$1` tenant; `$3`–`$11` one element per comment; `$12`–`$13` the users each names (mentions and
+ * author, distinct), `$14`–`$16` its mentions, `$17`–`$19` its notifications, flattened with the
+ * comment's id. Every read and write is of this tenant's rows: a user of another tenant is not
+ * found, and a comment naming one is not written.
+ */
+const WRITE_COMMENTS = `
+  with input as (
+    select * from unnest($3::uuid[], $4::uuid[], $5::int[], $6::text[], $7::uuid[], $8::uuid[], $9::text[],
+      $10::timestamptz[], $11::int[])
+      as i (id, task_id, task_number, content, author_id, key_id, key_name, created_at, named_count)
+  ),
+  named as (select * from unnest($12::uuid[], $13::uuid[]) as n (comment_id, user_id)),
+  staff as (
+    select id, name, email from users where tenant_id = $1 and id in (select user_id from named)
+  ),
+  task as (
+    select i.id as comment_id, t.id, t.number, t.title, t.description, t.assignee_id, t.created_at, t.updated_at
+    from input i
+    join lateral (
+      select * from tasks where tenant_id = $1 and id = i.task_id
+      union all
+      select * from tasks where tenant_id = $1 and number = i.task_number
+    ) t on true
+  ),
+  held as (
+    select $2::boolean and exists (
+      select from webhook_endpoints
+      where tenant_id = $1 and enabled and ('task.comment.created' = any(events) or '*' = any(events))
+    ) as held
+  ),
+  comment as (
+    insert into task_comments
+      (id, tenant_id, task_id, content, author_user_id, author_key_id, author_key_name, created_at)
+    select i.id, $1, task.id, i.content, i.author_id, i.key_id, i.key_name, i.created_at
+    from input i join task on task.comment_id = i.id
+    where not (select held from held)
+      and (select count(*) from named join staff on staff.id = named.user_id where named.comment_id = i.id)
+        = i.named_count
+    returning id
+  ),
+  mentions as (
+    insert into task_comment_mentions (tenant_id, comment_id, user_id, position)
+    select $1, m.comment_id, m.user_id, m.position
+    from unnest($14::uuid[], $15::uuid[], $16::int[]) as m (comment_id, user_id, position)
+    where m.comment_id in (select id from comment)
+  ),
+  notifications as (
+    insert into notifications (id, tenant_id, user_id, type, task_id, comment_id, message, created_at)
+    select x.id, $1, x.user_id, 'task_mention', task.id, x.comment_id,
+      format('%s mentioned you on %s: %s',
+        coalesce((select name from staff where staff.id = i.author_id), i.key_name),
+        '${IDENTIFIER_PREFIX}' || task.number, task.title),
+      i.created_at
+    from unnest($17::uuid[], $18::uuid[], $19::uuid[]) as x (id, comment_id, user_id)
+    join comment on comment.id = x.comment_id
+    join input i on i.id = x.comment_id
+    join task on task.comment_id = x.comment_id
+  )
+  select task.*, exists (select from comment where comment.id = task.comment_id) as written,
+    (select coalesce(json_agg(staff), '[]') from staff) as staff
+  from task`;
+
+/**
+ * Writes `comments` of one tenant by one statement (`WRITE_COMMENTS`), atomic on its own, and
+ * judges what each came to: written; held back for its event (`record` null, only with
+ * `unlessSubscribed`); `not_found` for a missing task; `invalid_parameters` naming the first user
+ * id not found.
+ */
+async function writeComments(
   executor: Db,
-  comment: NewComment,
+  tenantId: string,
+  comments: NewComment[],
   unlessSubscribed: boolean,
-): Promise<{ task: TaskRow; record: TaskCommentRecord | null }> {
-  const { tenantId, authorId, caller, createdAt } = comment;
-  const mentionIds = [...new Set(comment.mentionIds)];
-  const named = authorId === null || mentionIds.includes(authorId) ? mentionIds : [...mentionIds, authorId];
-  const notified = mentionIds.filter((userId) => userId !== authorId);
-  const held = unlessSubscribed
-    ? sql<boolean>`exists (${subscribedEndpoints(executor, tenantId, 'task.comment.created')})`
-    : sql<boolean>`false`;
-  const { rows } = await sql<TaskRow & { staff: PersonSummary[]; written: boolean }>`
-    with task as (${taskQuery(executor, tenantId, comment.ref)}),
-    staff as (
-      select id, name, email from users where tenant_id = ${tenantId} and id = any(${named}::uuid[])
-    ),
-    ready as (
-      select id from task where (select count(*) from staff) = ${named.length} and not ${held}
-    ),
-    comment as (
-      insert into task_comments
-        (id, tenant_id, task_id, content, author_user_id, author_key_id, author_key_name, created_at)
-      select ${comment.id}::uuid, ${tenantId}, ready.id, ${comment.content}, ${authorId}::uuid,
-        ${authorId === null ? caller.keyId : null}::uuid, ${authorId === null ? caller.keyName : null}::text,
-        ${createdAt}::timestamptz
-      from ready
-      returning id
-    ),
-    mentions as (
-      insert into task_comment_mentions (tenant_id, comment_id, user_id, position)
-      select ${tenantId}, comment.id, m.user_id, m.position - 1
-      from comment, unnest(${mentionIds}::uuid[]) with ordinality as m (user_id, position)
-    ),
-    notifications as (
-      insert into notifications (id, tenant_id, user_id, type, task_id, comment_id, message, created_at)
-      select n.id, ${tenantId}, n.user_id, 'task_mention', task.id, comment.id,
-        format('%s mentioned you on %s: %s',
-          coalesce((select name from staff where id = ${authorId}::uuid), ${caller.keyName}::text),
-          ${IDENTIFIER_PREFIX}::text || task.number, task.title),
-        ${createdAt}::timestamptz
-      from comment, task, unnest(${notified.map(() => newId())}::uuid[], ${notified}::uuid[]) as n (id, user_id)
-    )
-    select task.*, (select coalesce(json_agg(staff), '[]') from staff) as staff,
-      exists (select from comment) as written
-    from task`.execute(executor);
-  const task = rows[0];
-  if (!task) throw new NotFoundError('task', comment.ref);
-  const staff = new Map(task.staff.map((person) => [person.id, person]));
+): Promise<Outcome<WrittenComment>[]> {
+  // The statement's arrays, a row per element: its comments, and the users, mentions and
+  // notifications of each with the comment's id.
+  const inputs: unknown[][] = [];
+  const named: unknown[][] = [];
+  const mentions: unknown[][] = [];
+  const notifications: unknown[][] = [];
+  const plans = comments.map((comment) => {
+    const { authorId, caller } = comment;
+    const mentionIds = [...new Set(comment.mentionIds)];
+    const users = authorId === null || mentionIds.includes(authorId) ? mentionIds : [...mentionIds, authorId];
+    for (const userId of users) named.push([comment.id, userId]);
+    mentionIds.forEach((userId, position) => {
+      mentions.push([comment.id, userId, position]);
+      if (userId !== authorId) notifications.push([newId(), comment.id, userId]);
+    });
+    inputs.push([
+      comment.id,
+      comment.taskId,
+      comment.taskNumber,
+      comment.content,
+      authorId,
+      authorId === null ? caller.keyId : null,
+      authorId === null ? caller.keyName : null,
+      comment.createdAt.toISOString(),
+      users.length,
+    ]);
+    return { comment, mentionIds };
+  });
+  const columns = (rows: unknown[][], width: number) =>
+    Array.from({ length: width }, (_, i) => rows.map((row) => row[i]));
+  const parameters = [
+    tenantId,
+    unlessSubscribed,
+    ...columns(inputs, 9),
+    ...columns(named, 2),
+    ...columns(mentions, 3),
+    ...columns(notifications, 3),
+  ];
+  const { rows } = await executor.executeQuery(
+    CompiledQuery.raw(WRITE_COMMENTS, parameters) as CompiledQuery<
+      TaskRow & { comment_id: string; staff: PersonSummary[]; written: boolean }
+    >,
+  );
+  const found = new Map(rows.map((row) => [row.comment_id, row]));
+  return plans.map(({ comment, mentionIds }): Outcome<WrittenComment> => {
+    try {
+      return { ok: true, value: judgeComment(comment, mentionIds, found.get(comment.id), unlessSubscribed) };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  });
+}
+
+/** What one comment of `writeComments` came to, from its row of the statement's answer. */
+function judgeComment(
+  comment: NewComment,
+  mentionIds: string[],
+  found: (TaskRow & { comment_id: string; staff: PersonSummary[]; written: boolean }) | undefined,
+  unlessSubscribed: boolean,
+): WrittenComment {
+  if (found === undefined) throw new NotFoundError('task', comment.ref);
+  const { comment_id: _, staff: people, written, ...task } = found;
+  const { authorId, caller, createdAt } = comment;
+  const staff = new Map(people.map((person) => [person.id, person]));
   if (authorId !== null && !staff.has(authorId)) {
     throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
   }
@@ -332,7 +474,7 @@ async function writeComment(
       throw new InvalidParametersError(`mention_ids[${i}]`, `mention_ids[${i}] names no user of this workspace.`);
     }
   });
-  if (!task.written) {
+  if (!written) {
     if (!unlessSubscribed) throw new Error('a comment whose task and users were found was not written');
     return { task, record: null };
   }
