@@ -39,16 +39,20 @@ const isAnswer = (message: JSONRPCMessage): message is JSONRPCMessage & { id: Re
   'id' in message && ('result' in message || 'error' in message);
 
 /**
- * The in-process transport of one exchange: `dispatch` gives the server the messages and resolves
- * with the answers to the requests awaited, in their order.
+ * The in-process transport of an MCP server: `dispatch` gives the server one exchange's messages
+ * and resolves with the answers to the requests awaited, in their order. It serves one exchange at
+ * a time, and `context` is that exchange's (the caller's key, say), for the server's handlers.
  */
-class ExchangeTransport implements Transport {
+export class ExchangeTransport<Context = unknown> implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
-  private readonly answers = new Map<RequestId, JSONRPCMessage>();
+  context: Context | undefined;
+  private answers = new Map<RequestId, JSONRPCMessage>();
   private awaited: RequestId[] = [];
   private settle: ((answers: JSONRPCMessage[]) => void) | undefined;
+  /** Requests given to the server and not yet answered: while any is, the server is not idle. */
+  private unanswered = 0;
 
   async start(): Promise<void> {}
 
@@ -60,6 +64,7 @@ class ExchangeTransport implements Transport {
     // A stateless exchange has no stream for the server's own requests or notifications (this
     // server sends none: no sampling, elicitation or progress); only answers are kept.
     if (!isAnswer(message)) return;
+    this.unanswered--;
     this.answers.set(message.id, message);
     if (this.settle && this.awaited.every((id) => this.answers.has(id))) {
       this.settle(this.awaited.map((id) => this.answers.get(id) as JSONRPCMessage));
@@ -71,24 +76,70 @@ class ExchangeTransport implements Transport {
     const answered = new Promise<JSONRPCMessage[]>((resolve) => {
       this.settle = resolve;
     });
-    for (const message of messages) this.onmessage?.(message, extra);
+    for (const message of messages) {
+      if (isRequest(message)) this.unanswered++;
+      this.onmessage?.(message, extra);
+    }
     return answered;
+  }
+
+  /**
+   * Ready for another exchange when the server has answered every request it was given (none
+   * cancelled, none still running behind an answer to the same id), so that no late answer can
+   * reach the next exchange: then cleared for it.
+   */
+  reset(): boolean {
+    if (this.unanswered !== 0) return false;
+    this.answers = new Map();
+    this.awaited = [];
+    this.settle = undefined;
+    this.context = undefined;
+    return true;
   }
 }
 
 /**
- * Answers one POST: `body` is its parsed JSON, `headers` its request headers. `connect` hands the
- * transport to a fresh MCP server. As the SDK's transport in stateless JSON mode: 406 unless
+ * MCP servers kept for reuse, each connected to its own transport (building one and its handlers
+ * for every request was about a tenth of a tool call's CPU, bench/README.md). A transport is taken
+ * for one exchange and given back after it, and kept only when its server is idle (`reset`).
+ */
+export class ExchangePool<Context> {
+  private readonly idle: ExchangeTransport<Context>[] = [];
+
+  constructor(
+    /** Connects a new server to `transport`; its handlers read the exchange's `transport.context`. */
+    private readonly connect: (transport: ExchangeTransport<Context>) => Promise<void>,
+    private readonly maxIdle: number,
+  ) {}
+
+  async take(context: Context): Promise<ExchangeTransport<Context>> {
+    let transport = this.idle.pop();
+    if (transport === undefined) {
+      transport = new ExchangeTransport<Context>();
+      await this.connect(transport);
+    }
+    transport.context = context;
+    return transport;
+  }
+
+  give(transport: ExchangeTransport<Context>): void {
+    if (transport.reset() && this.idle.length < this.maxIdle) this.idle.push(transport);
+  }
+}
+
+/**
+ * Answers one POST: `body` is its parsed JSON, `headers` its request headers, `context` what the
+ * server's handlers are given of it (through a transport of `pool`). As the SDK's transport in stateless JSON mode: 406 unless
  * Accept lists both JSON and SSE; 400 for a batch over 100, a message that is not JSON-RPC, an
  * initialize in a batch, or an unsupported MCP-Protocol-Version; 202 with no body when nothing
  * needs an answer (notifications, answers, requests the batch itself cancels); else 200 with the
  * answer, or the array of the batch's answers.
  */
-export async function answerExchange(
+export async function answerExchange<Context>(
   body: unknown,
   headers: { accept?: string | undefined; 'mcp-protocol-version'?: string | string[] | undefined },
-  connect: (transport: Transport) => Promise<void>,
-  extra: MessageExtraInfo,
+  pool: ExchangePool<Context>,
+  context: Context,
 ): Promise<ExchangeAnswer> {
   const accept = headers.accept ?? '';
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
@@ -130,13 +181,20 @@ export async function answerExchange(
     .filter(isRequest)
     .map((message) => message.id)
     .filter((id) => !cancelled.has(id));
-  const transport = new ExchangeTransport();
-  await connect(transport);
+  const transport = await pool.take(context);
+  // An initialize leaves the client's capabilities on its server, which no other exchange may see:
+  // that server is not given back.
+  const giveBack = () => {
+    if (!initializing) pool.give(transport);
+  };
   if (awaited.length === 0) {
-    for (const message of messages) transport.onmessage?.(message, extra);
+    // Given back at once: it is kept only if no request was sent (a request cancelled here may still run).
+    void transport.dispatch(messages, awaited, {});
+    giveBack();
     return { status: 202 };
   }
-  const answers = await transport.dispatch(messages, awaited, extra);
+  const answers = await transport.dispatch(messages, awaited, {});
+  giveBack();
   // A batch is answered with an array (JSON-RPC 2.0 §6), however few of its requests are answered.
   return { status: 200, body: Array.isArray(body) ? answers : answers[0] };
 }

@@ -1,6 +1,6 @@
 // The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
-// MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — a fresh SDK server per
-// request, JSON answers — so any instance behind a load balancer can serve any request.
+// MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — SDK servers that keep no
+// state between requests, JSON answers — so any instance behind a load balancer can serve any request.
 // GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no server-initiated
 // messages yet.
 import type { ServerResponse } from 'node:http';
@@ -27,13 +27,23 @@ import { openEventStream } from '../http/negotiation.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
-import { answerExchange, jsonRpcError } from './exchange.js';
+import { answerExchange, ExchangePool, type ExchangeTransport, jsonRpcError } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
 const PATH = '/api/v1/mcp';
 /** `Retry-After` of a stream refused at the tenant's limit: streams end when their clients go. */
 const STREAM_RETRY_AFTER_S = 5;
+/** MCP servers kept idle for the next requests at most (exchange.ts, ExchangePool). */
+const MAX_IDLE_SERVERS = 64;
+
+/** What an MCP server's handlers are given of the request they serve. */
+interface ExchangeContext {
+  auth: AuthContext;
+  /** The API's public origin as this request reached it, for errors' `doc_url`. */
+  origin: string;
+  request: FastifyRequest;
+}
 /** JSON-RPC batches were removed from MCP in protocol version 2025-06-18. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
 /** A message, or each of a batch, with its tool arguments (if any) left empty. */
@@ -156,6 +166,12 @@ export function registerMcpRoutes(
   const slots = deps.redis
     ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
     : createLocalSlots(config.mcpMaxConcurrent);
+  // Servers are kept between requests and never closed: closing one that has nothing pending only
+  // builds a "Connection closed" error, stack and all.
+  const servers = new ExchangePool<ExchangeContext>(
+    (transport) => createServer(transport).connect(transport),
+    Math.min(config.mcpMaxConcurrent, MAX_IDLE_SERVERS),
+  );
   const streams = new Set<ServerResponse>();
   /** Open event streams per tenant, on this process. */
   const streamsOf = new Map<string, number>();
@@ -182,8 +198,12 @@ export function registerMcpRoutes(
     throw new DomainError('forbidden_origin', `Origin '${origin}' may not use this endpoint.`);
   }
 
-  function createServer(auth: AuthContext, origin: string, request: FastifyRequest): Server {
+  /** A server for `transport`; each handler serves the exchange the transport has now (its context). */
+  function createServer(transport: ExchangeTransport<ExchangeContext>): Server {
+    // Read when a request arrives and kept for its whole handling.
+    const exchange = () => transport.context as ExchangeContext;
     const toolError = (
+      origin: string,
       code: Parameters<typeof errorBody>[1],
       message: string,
       param?: string,
@@ -199,19 +219,21 @@ export function registerMcpRoutes(
       { name: 'workspace-api', version: API_VERSION },
       { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator },
     );
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: [...tools.values()].filter((tool) => toolAllowed(tool, auth)).map((tool) => tool.definition),
-    }));
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const { auth } = exchange();
+      return { tools: [...tools.values()].filter((tool) => toolAllowed(tool, auth)).map((tool) => tool.definition) };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (call) => {
+      const { auth, request, origin } = exchange();
       const tool: Tool | undefined = tools.get(call.params.name);
       if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
       if (!toolAllowed(tool, auth)) {
-        return toolError('insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
+        return toolError(origin, 'insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
       }
       try {
         const args = (call.params.arguments ?? {}) as Record<string, unknown>;
         const problem = jsonProblem(args);
-        if (problem !== undefined) return toolError('validation_error', problem.message, problem.param);
+        if (problem !== undefined) return toolError(origin, 'validation_error', problem.message, problem.param);
         const bound = bindArguments(tool, args);
         const result = unwrap(
           await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
@@ -219,14 +241,14 @@ export function registerMcpRoutes(
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
       } catch (error) {
         if (error instanceof DomainError) {
-          return toolError(error.code, error.message, paramOf(error, call.params.arguments));
+          return toolError(origin, error.code, error.message, paramOf(error, call.params.arguments));
         }
         const refused = fromDatabase(error);
         if (refused?.code === 'service_unavailable') deps.outages?.failed(error);
-        if (refused) return toolError(refused.code, refused.message);
+        if (refused) return toolError(origin, refused.code, refused.message);
         const eventId = newId();
         request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
-        return toolError('internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+        return toolError(origin, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
       }
     });
     return server;
@@ -296,10 +318,11 @@ export function registerMcpRoutes(
           );
         }
         try {
-          // A fresh server per request, not closed: closing one that has nothing pending only
-          // builds a "Connection closed" error, stack and all.
-          const server = createServer(auth, publicOrigin(request, config.publicUrl), request);
-          const answer = await answerExchange(message, request.headers, (transport) => server.connect(transport), {});
+          const answer = await answerExchange(message, request.headers, servers, {
+            auth,
+            origin: publicOrigin(request, config.publicUrl),
+            request,
+          });
           reply.code(answer.status);
           if (answer.body === undefined) return reply.send();
           return reply.type('application/json').send(JSON.stringify(answer.body));
