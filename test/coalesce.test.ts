@@ -173,3 +173,48 @@ describe('coalesced items with outcomes of their own', () => {
     await expect(items.run('g', 1)).rejects.toThrow('fewer items than asked');
   });
 });
+
+describe('a batch that waits too long', () => {
+  it('is sent beside the running statements after maxWaitMs, up to twice maxInFlight, and the rest wait for room', async () => {
+    const statements: number[][] = [];
+    const holds: (() => void)[] = [];
+    const items = coalesce<number, number>({
+      maxInFlight: 1,
+      maxItems: 2,
+      maxWaitMs: 20,
+      async runMany(_group, batch) {
+        statements.push(batch);
+        if (batch.includes(1) || batch.includes(2)) await new Promise<void>((resolve) => holds.push(resolve));
+        return batch.map((n) => ({ ok: true, value: n }));
+      },
+    });
+    // 1 runs and is held; 2 and 3 wait together, 4 behind them.
+    const one = items.run('g', 1);
+    const later = [2, 3, 4].map((n) => items.run('g', n));
+    expect(statements).toEqual([[1]]);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    // [2, 3] went after 20 ms, beside [1] (two running: twice maxInFlight), and is held too; [4]
+    // found no room and waits.
+    expect(statements).toEqual([[1], [2, 3]]);
+    for (const release of holds.splice(0)) release();
+    expect(await one).toBe(1);
+    expect(await Promise.all(later)).toEqual([2, 3, 4]);
+    expect(statements).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('is not sent early when its turn comes first', async () => {
+    const statements: number[][] = [];
+    const items = coalesce<number, number>({
+      maxInFlight: 1,
+      maxItems: 10,
+      maxWaitMs: 1_000,
+      async runMany(_group, batch) {
+        statements.push(batch);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return batch.map((n) => ({ ok: true, value: n }));
+      },
+    });
+    expect(await Promise.all([1, 2, 3].map((n) => items.run('g', n)))).toEqual([1, 2, 3]);
+    expect(statements).toEqual([[1], [2, 3]]);
+  });
+});

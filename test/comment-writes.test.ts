@@ -7,10 +7,13 @@ import { type CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../src/db/client.js';
 import { COMMENT_WRITE_COALESCING } from '../src/domain/tasks.js';
-import { startTestApp, type TestApp } from './helpers.js';
+import { lockUser } from '../src/domain/users.js';
+import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 
 /** The statements that wrote comments, each as the tenant it named and its comments' ids. */
 const statements: { tenantId: unknown; commentIds: unknown }[] = [];
+/** Set: a statement of several comments runs, and then its answer is lost, as with a dropped connection. */
+let loseSharedAnswers = false;
 
 /** The app's handle, recording the statements that write comments (`WRITE_COMMENTS`). */
 function recording(db: Db): Db {
@@ -18,10 +21,12 @@ function recording(db: Db): Db {
     get(target, property) {
       if (property === 'executeQuery') {
         return (query: CompiledQuery) => {
-          if (query.sql.includes('insert into task_comments')) {
-            statements.push({ tenantId: query.parameters[0], commentIds: query.parameters[2] });
-          }
-          return target.executeQuery(query);
+          if (!query.sql.includes('insert into task_comments')) return target.executeQuery(query);
+          statements.push({ tenantId: query.parameters[0], commentIds: query.parameters[2] });
+          if (!loseSharedAnswers || (query.parameters[2] as unknown[]).length === 1) return target.executeQuery(query);
+          return target.executeQuery(query).then(() => {
+            throw new Error('Connection terminated unexpectedly');
+          });
         };
       }
       const value = Reflect.get(target, property, target);
@@ -212,4 +217,83 @@ describe('comment writes coalesced', () => {
     }[];
     expect(listed.map((c) => c.id).sort()).toEqual(made.map((c) => c.id).sort());
   });
+
+  it('a shared statement whose answer was lost is not tried again: each of its comments fails as its own would have', async () => {
+    const w = await workspace();
+    statements.length = 0;
+    loseSharedAnswers = true;
+    try {
+      const made = await Promise.allSettled(
+        ['one', 'two', 'three', 'four'].map((content) =>
+          t.services.tasks.addComment(w.tenantId, w.task.id, { content }, caller),
+        ),
+      );
+      expect(made.map((m) => m.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+      expect(String((made[2] as PromiseRejectedResult).reason)).toMatch(/Connection terminated/);
+      // Tried once: a retry would have written them twice, or answered a conflict for a comment written.
+      expect(statements.map((s) => (s.commentIds as string[]).length)).toEqual([1, 1, 2]);
+    } finally {
+      loseSharedAnswers = false;
+    }
+  });
+
+  it.skipIf(!usingPostgres)(
+    'a statement waiting on a row lock holds up the comments behind it 100 ms at most, not until the lock goes',
+    async () => {
+      const w = await workspace();
+      const other = (await t.call({ method: 'POST', url: '/api/v1/tasks', key: w.key, body: { title: 'Other' } })).body;
+      // Another session holds the task's row: a comment on it waits for the lock (its foreign key).
+      let unlock = () => {};
+      const locked = new Promise<void>((resolve) => (unlock = resolve));
+      let holding = () => {};
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const lock = t.database.db.transaction().execute(async (trx) => {
+        await sql`select id from tasks where id = ${w.task.id} for update`.execute(trx);
+        holding();
+        await locked;
+      });
+      await held;
+      try {
+        const add = (ref: string, content: string) => t.services.tasks.addComment(w.tenantId, ref, { content }, caller);
+        const blocked = [add(w.task.id, 'blocked 1'), add(w.task.id, 'blocked 2')];
+        const free = await Promise.all([add(other.id, 'free 1'), add(other.id, 'free 2')]);
+        expect(free.map((c) => c.content)).toEqual(['free 1', 'free 2']);
+        unlock();
+        expect((await Promise.all(blocked)).map((c) => c.content)).toEqual(['blocked 1', 'blocked 2']);
+      } finally {
+        unlock();
+        await lock;
+      }
+    },
+  );
+
+  it.skipIf(!usingPostgres)(
+    "a user's permissions being changed hold back no comment that mentions the user",
+    async () => {
+      const w = await workspace();
+      let unlock = () => {};
+      const locked = new Promise<void>((resolve) => (unlock = resolve));
+      let holding = () => {};
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      // As a permission change holds the user until it commits.
+      const change = t.database.db.transaction().execute(async (trx) => {
+        await lockUser(trx, w.tenantId, w.grace.id);
+        holding();
+        await locked;
+      });
+      await held;
+      try {
+        const made = await t.services.tasks.addComment(
+          w.tenantId,
+          w.task.id,
+          { content: 'while permissions change', mention_ids: [w.grace.id], author_id: w.ada.id },
+          caller,
+        );
+        expect(made.mentions.map((m) => m.id)).toEqual([w.grace.id]);
+      } finally {
+        unlock();
+        await change;
+      }
+    },
+  );
 });

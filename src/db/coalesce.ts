@@ -24,7 +24,11 @@ export type Outcome<Result> = { ok: true; value: Result } | { ok: false; error: 
 type Waiter<Result> = { resolve(result: Result): void; reject(error: unknown): void };
 
 /** The items waiting for the same statement, each with who waits for it. */
-type Batch<Item, Result> = { item: Item; waiter: Waiter<Result> }[];
+interface Batch<Item, Result> {
+  entries: { item: Item; waiter: Waiter<Result> }[];
+  /** Sends it beside the running statements when it has waited `maxWaitMs`. */
+  timer?: NodeJS.Timeout;
+}
 
 /** A group's statements running, and its batches waiting in order (the last one still filling). */
 interface Group<Item, Result> {
@@ -37,6 +41,12 @@ export interface CoalesceOptions {
   maxInFlight: number;
   /** Items in one statement at most. */
   maxItems: number;
+  /**
+   * A batch that has waited this long is sent beside the running statements, while fewer than
+   * twice `maxInFlight` run: a statement held up (waiting on a lock, say) then holds up the items
+   * behind it no longer than this. Unset: they wait for it.
+   */
+  maxWaitMs?: number;
 }
 
 export interface Coalesced<Item, Result> {
@@ -53,26 +63,42 @@ export function coalesce<Item, Result>(
   const groups = new Map<string, Group<Item, Result>>();
 
   async function send(name: string, group: Group<Item, Result>, batch: Batch<Item, Result>): Promise<void> {
+    clearTimeout(batch.timer);
     group.running++;
     try {
       const outcomes = await options.runMany(
         name,
-        batch.map((entry) => entry.item),
+        batch.entries.map((entry) => entry.item),
       );
-      batch.forEach(({ waiter }, i) => {
+      batch.entries.forEach(({ waiter }, i) => {
         const outcome = outcomes[i];
         if (outcome === undefined) waiter.reject(new Error('a coalesced statement answered fewer items than asked'));
         else if (outcome.ok) waiter.resolve(outcome.value);
         else waiter.reject(outcome.error);
       });
     } catch (error) {
-      for (const { waiter } of batch) waiter.reject(error);
+      for (const { waiter } of batch.entries) waiter.reject(error);
     } finally {
       group.running--;
-      const next = group.waiting.shift();
+      // Beyond maxInFlight only while batches sent after maxWaitMs run: the next waits for room.
+      const next = group.running < options.maxInFlight ? group.waiting.shift() : undefined;
       if (next !== undefined) void send(name, group, next);
-      else if (group.running === 0) groups.delete(name);
+      else if (group.running === 0 && group.waiting.length === 0) groups.delete(name);
     }
+  }
+
+  /** A new batch waiting in `group`, sent after `maxWaitMs` if still waiting then. */
+  function wait(name: string, group: Group<Item, Result>, batch: Batch<Item, Result>): void {
+    group.waiting.push(batch);
+    if (options.maxWaitMs === undefined) return;
+    batch.timer = setTimeout(() => {
+      const at = group.waiting.indexOf(batch);
+      // At twice maxInFlight it waits for room as the others do.
+      if (at === -1 || group.running >= 2 * options.maxInFlight) return;
+      group.waiting.splice(at, 1);
+      void send(name, group, batch);
+    }, options.maxWaitMs);
+    batch.timer.unref();
   }
 
   return {
@@ -85,12 +111,12 @@ export function coalesce<Item, Result>(
           groups.set(name, group);
         }
         if (group.running < options.maxInFlight && group.waiting.length === 0) {
-          void send(name, group, [entry]);
+          void send(name, group, { entries: [entry] });
           return;
         }
         const last = group.waiting.at(-1);
-        if (last !== undefined && last.length < options.maxItems) last.push(entry);
-        else group.waiting.push([entry]);
+        if (last !== undefined && last.entries.length < options.maxItems) last.entries.push(entry);
+        else wait(name, group, { entries: [entry] });
       });
     },
   };

@@ -14,6 +14,14 @@ export const isInputRejected = (error: unknown): boolean => {
   return state !== undefined && (state.startsWith('22') || state === '54001' || state === '54000');
 };
 export const isQueryCanceled = (error: unknown): boolean => sqlState(error) === '57014';
+/**
+ * A statement refused for what it holds or met: its data (class 22), a constraint (23), a
+ * deadlock or serialization failure (40), a program limit (54). Not an outage or a cancellation.
+ */
+export const isDataRefusal = (error: unknown): boolean => {
+  const state = sqlState(error);
+  return state !== undefined && ['22', '23', '40', '54'].includes(state.slice(0, 2));
+};
 
 /** Socket errors that mean the server cannot be reached, or the connection to it was lost. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);

@@ -6,6 +6,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/client.js';
 import { type CoalesceOptions, coalesce, type Outcome } from '../db/coalesce.js';
+import { isDataRefusal } from '../db/errors.js';
 import { isUuid, newId } from '../lib/ids.js';
 import { iso } from '../lib/time.js';
 import { InvalidParametersError, NotFoundError } from './errors.js';
@@ -107,9 +108,10 @@ interface CommentRow {
 export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitEvent }) {
   /**
    * A comment is written on its own (`db`, one statement, one round trip), coalesced with the
-   * tenant's other comments waiting while its statements run. A statement of several that fails
-   * (a task or user deleted meanwhile, an outage) is tried again one comment at a time, so each
-   * sees its own statement's error and no other's. When an enabled endpoint subscribes to
+   * tenant's other comments waiting while its statements run. A statement of several that the
+   * database refuses for what one comment holds (a task or user deleted meanwhile, a constraint)
+   * is tried again one comment at a time, in turn, so each sees its own statement's error and no
+   * other's. When an enabled endpoint subscribes to
    * `task.comment.created`, that statement writes nothing, and each comment is written again in a
    * transaction with its event.
    */
@@ -120,16 +122,19 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
       try {
         return await writeComments(db, tenantId, comments, unlessSubscribed);
       } catch (error) {
-        if (comments.length === 1) throw error;
-        return Promise.all(
-          comments.map(async (comment): Promise<Outcome<WrittenComment>> => {
-            try {
-              return (await writeComments(db, tenantId, [comment], unlessSubscribed))[0] as Outcome<WrittenComment>;
-            } catch (error) {
-              return { ok: false, error };
-            }
-          }),
-        );
+        // Only a refusal that may be one comment's (data, a constraint, a deadlock) is tried again:
+        // one that is every comment's (an outage, a timeout, a lost answer) is each one's answer,
+        // as their own statements' would have been.
+        if (comments.length === 1 || !isDataRefusal(error)) throw error;
+        const outcomes: Outcome<WrittenComment>[] = [];
+        for (const comment of comments) {
+          try {
+            outcomes.push(...(await writeComments(db, tenantId, [comment], unlessSubscribed)));
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+        return outcomes;
       }
     },
   });
@@ -245,7 +250,6 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
     ): Promise<TaskCommentRecord> {
       const { id: taskId, number: taskNumber } = taskRef(ref);
       const comment: NewComment = {
-        id: newId(),
         ref,
         taskId,
         taskNumber,
@@ -255,7 +259,6 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         authorId: input.author_id?.toLowerCase() ?? null,
         mentionIds: (input.mention_ids ?? []).map((id) => id.toLowerCase()),
         caller,
-        createdAt: new Date(),
       };
       const alone = await commentWrites.run(tenantId, comment);
       if (alone.record) return alone.record;
@@ -293,9 +296,8 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
   };
 }
 
-/** A comment to write: its id and time are chosen before the statement that writes it. */
+/** A comment to write, as the request gave it. */
 interface NewComment {
-  id: string;
   /** The task's UUID or identifier, as the path gave it, and the one of the two it is. */
   ref: string;
   taskId: string | null;
@@ -305,7 +307,6 @@ interface NewComment {
   /** In the order sent, lower-cased; a repeated id counts once. */
   mentionIds: string[];
   caller: Caller;
-  createdAt: Date;
 }
 
 /** A comment written, or else its task found but the comment held back for its event (`record` null). */
@@ -316,9 +317,10 @@ interface WrittenComment {
 
 /**
  * Comment writes coalesced (db/coalesce.ts), per tenant: two statements at once (of the pool's 10
- * on PostgreSQL, 4 on PGlite), and the writes beyond them wait, 32 to a statement at most.
+ * on PostgreSQL, 4 on PGlite), and the writes beyond them wait, 32 to a statement at most; a
+ * statement held up (waiting on a row lock) holds up the writes behind it 100 ms at most.
  */
-export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32 };
+export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32, maxWaitMs: 100 };
 
 /**
  * One statement for several comments of a tenant. For each it finds the task and the users the
@@ -326,7 +328,8 @@ export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxIt
  * notifications of the users mentioned (not the author). With `$2` (unless subscribed) it writes no
  * comment when an enabled endpoint subscribes to `task.comment.created` (as `subscribedEndpoints`
  * finds them, events.ts): the caller then writes each in a transaction with its event. One row per
- * comment whose task was found: the task, whether the comment was written, and the users found.
+ * comment whose task was found: the task, whether the comment was written, and the users it names
+ * that were found.
  *
  * `$1` tenant; `$3`–`$11` one element per comment; `$12`–`$13` the users each names (mentions and
  * author, distinct), `$14`–`$16` its mentions, `$17`–`$19` its notifications, flattened with the
@@ -387,7 +390,8 @@ const WRITE_COMMENTS = `
     join task on task.comment_id = x.comment_id
   )
   select task.*, exists (select from comment where comment.id = task.comment_id) as written,
-    (select coalesce(json_agg(staff), '[]') from staff) as staff
+    (select coalesce(json_agg(staff), '[]') from staff
+      where staff.id in (select user_id from named where named.comment_id = task.comment_id)) as staff
   from task`;
 
 /**
@@ -410,25 +414,28 @@ async function writeComments(
   const notifications: unknown[][] = [];
   const plans = comments.map((comment) => {
     const { authorId, caller } = comment;
+    // Chosen now, as the statement goes: ids order the newest first.
+    const id = newId();
+    const createdAt = new Date();
     const mentionIds = [...new Set(comment.mentionIds)];
     const users = authorId === null || mentionIds.includes(authorId) ? mentionIds : [...mentionIds, authorId];
-    for (const userId of users) named.push([comment.id, userId]);
+    for (const userId of users) named.push([id, userId]);
     mentionIds.forEach((userId, position) => {
-      mentions.push([comment.id, userId, position]);
-      if (userId !== authorId) notifications.push([newId(), comment.id, userId]);
+      mentions.push([id, userId, position]);
+      if (userId !== authorId) notifications.push([newId(), id, userId]);
     });
     inputs.push([
-      comment.id,
+      id,
       comment.taskId,
       comment.taskNumber,
       comment.content,
       authorId,
       authorId === null ? caller.keyId : null,
       authorId === null ? caller.keyName : null,
-      comment.createdAt.toISOString(),
+      createdAt.toISOString(),
       users.length,
     ]);
-    return { comment, mentionIds };
+    return { comment, id, createdAt, mentionIds };
   });
   const columns = (rows: unknown[][], width: number) =>
     Array.from({ length: width }, (_, i) => rows.map((row) => row[i]));
@@ -446,9 +453,9 @@ async function writeComments(
     >,
   );
   const found = new Map(rows.map((row) => [row.comment_id, row]));
-  return plans.map(({ comment, mentionIds }): Outcome<WrittenComment> => {
+  return plans.map((plan): Outcome<WrittenComment> => {
     try {
-      return { ok: true, value: judgeComment(comment, mentionIds, found.get(comment.id), unlessSubscribed) };
+      return { ok: true, value: judgeComment(plan, found.get(plan.id), unlessSubscribed) };
     } catch (error) {
       return { ok: false, error };
     }
@@ -457,14 +464,13 @@ async function writeComments(
 
 /** What one comment of `writeComments` came to, from its row of the statement's answer. */
 function judgeComment(
-  comment: NewComment,
-  mentionIds: string[],
+  { comment, id, createdAt, mentionIds }: { comment: NewComment; id: string; createdAt: Date; mentionIds: string[] },
   found: (TaskRow & { comment_id: string; staff: PersonSummary[]; written: boolean }) | undefined,
   unlessSubscribed: boolean,
 ): WrittenComment {
   if (found === undefined) throw new NotFoundError('task', comment.ref);
   const { comment_id: _, staff: people, written, ...task } = found;
-  const { authorId, caller, createdAt } = comment;
+  const { authorId, caller } = comment;
   const staff = new Map(people.map((person) => [person.id, person]));
   if (authorId !== null && !staff.has(authorId)) {
     throw new InvalidParametersError('author_id', 'author_id names no user of this workspace.');
@@ -479,7 +485,7 @@ function judgeComment(
     return { task, record: null };
   }
   const row: CommentRow = {
-    id: comment.id,
+    id,
     task_id: task.id,
     content: comment.content,
     author_user_id: authorId,

@@ -177,15 +177,20 @@ async function readUser(db: Db, tenantId: string, userId: string): Promise<UserR
   return toUserRecord(row, (await permissionsOf(db, tenantId, [row.id])).get(row.id) ?? []);
 }
 
-/** Locks the user row for the rest of the transaction; a user of another tenant is not found. */
-async function lockUser(db: Db, tenantId: string, userId: string): Promise<void> {
+/**
+ * Locks the user row for the rest of the transaction; a user of another tenant is not found.
+ * `FOR NO KEY UPDATE`: permission changes of one user take turns, and a deletion waits, while the
+ * rows that name the user (a comment's mentions and notifications, by their foreign keys) are
+ * written meanwhile (`FOR UPDATE` held those back until the change committed).
+ */
+export async function lockUser(db: Db, tenantId: string, userId: string): Promise<void> {
   if (!isUuid(userId)) throw new NotFoundError('user', userId);
   const row = await db
     .selectFrom('users')
     .select('id')
     .where('tenant_id', '=', tenantId)
     .where('id', '=', userId)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
   if (!row) throw new NotFoundError('user', userId);
 }
