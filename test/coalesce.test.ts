@@ -1,7 +1,7 @@
 // Work coalesced (src/db/coalesce.ts): an item goes at once while its group has room, and the items
 // that arrive while its statements run wait and go as one statement.
 import { describe, expect, it } from 'vitest';
-import { coalesce, coalescePointReads, type Outcome } from '../src/db/coalesce.js';
+import { type CoalesceOptions, coalesce, coalescePointReads, type Outcome } from '../src/db/coalesce.js';
 
 type Row = { key: string; group: string };
 
@@ -174,20 +174,26 @@ describe('coalesced items with outcomes of their own', () => {
   });
 });
 
+/** Items answered as themselves, each statement recorded and held while `hold` says. */
+function echoing(options: CoalesceOptions, hold: (batch: number[]) => Promise<void> | undefined) {
+  const statements: number[][] = [];
+  const items = coalesce<number, number>({
+    ...options,
+    async runMany(_group, batch) {
+      statements.push(batch);
+      await hold(batch);
+      return batch.map((n) => ({ ok: true, value: n }));
+    },
+  });
+  return { items, statements };
+}
+
 describe('a batch that waits too long', () => {
   it('is sent beside the running statements after maxWaitMs, up to twice maxInFlight, and the rest wait for room', async () => {
-    const statements: number[][] = [];
     const holds: (() => void)[] = [];
-    const items = coalesce<number, number>({
-      maxInFlight: 1,
-      maxItems: 2,
-      maxWaitMs: 20,
-      async runMany(_group, batch) {
-        statements.push(batch);
-        if (batch.includes(1) || batch.includes(2)) await new Promise<void>((resolve) => holds.push(resolve));
-        return batch.map((n) => ({ ok: true, value: n }));
-      },
-    });
+    const { items, statements } = echoing({ maxInFlight: 1, maxItems: 2, maxWaitMs: 20 }, (batch) =>
+      batch.includes(1) || batch.includes(2) ? new Promise<void>((resolve) => holds.push(resolve)) : undefined,
+    );
     // 1 runs and is held; 2 and 3 wait together, 4 behind them.
     const one = items.run('g', 1);
     const later = [2, 3, 4].map((n) => items.run('g', n));
@@ -203,18 +209,46 @@ describe('a batch that waits too long', () => {
   });
 
   it('is not sent early when its turn comes first', async () => {
-    const statements: number[][] = [];
-    const items = coalesce<number, number>({
-      maxInFlight: 1,
-      maxItems: 10,
-      maxWaitMs: 1_000,
-      async runMany(_group, batch) {
-        statements.push(batch);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        return batch.map((n) => ({ ok: true, value: n }));
-      },
-    });
+    const { items, statements } = echoing(
+      { maxInFlight: 1, maxItems: 10, maxWaitMs: 1_000 },
+      () => new Promise<void>((resolve) => setTimeout(resolve, 5)),
+    );
     expect(await Promise.all([1, 2, 3].map((n) => items.run('g', n)))).toEqual([1, 2, 3]);
     expect(statements).toEqual([[1], [2, 3]]);
+  });
+});
+
+describe('a batch whose maxWaitMs passed while twice maxInFlight ran', () => {
+  it('goes first when room under the cap comes back, not after a newer batch', async () => {
+    const statements: number[][] = [];
+    const holds = new Map<number, () => void>();
+    const items = coalesce<number, number>({
+      maxInFlight: 1,
+      maxItems: 1,
+      maxWaitMs: 20,
+      async runMany(_group, batch) {
+        statements.push(batch);
+        const n = batch[0] as number;
+        if (n <= 2) await new Promise<void>((resolve) => holds.set(n, resolve));
+        return batch.map((value) => ({ ok: true, value }));
+      },
+    });
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const one = items.run('g', 1); // runs, held (a statement waiting on a lock)
+    const two = items.run('g', 2); // waits; sent after 20 ms beside [1]: the cap (2) is reached
+    await sleep(30);
+    expect(statements).toEqual([[1], [2]]);
+    const three = items.run('g', 3); // waits; its 20 ms pass while the cap is reached
+    await sleep(30);
+    expect(statements).toEqual([[1], [2]]);
+    holds.get(2)?.();
+    expect(await two).toBe(2);
+    // One runs, under the cap: [3] has waited past maxWaitMs and should go now.
+    await sleep(5);
+    const four = items.run('g', 4);
+    await sleep(30);
+    expect(statements.slice(2)).toEqual([[3], [4]]);
+    holds.get(1)?.();
+    expect(await Promise.all([one, three, four])).toEqual([1, 3, 4]);
   });
 });

@@ -14,6 +14,9 @@ import { startTestApp, type TestApp, usingPostgres } from './helpers.js';
 const statements: { tenantId: unknown; commentIds: unknown }[] = [];
 /** Set: a statement of several comments runs, and then its answer is lost, as with a dropped connection. */
 let loseSharedAnswers = false;
+/** Set: once a statement of several comments is refused, the database goes away for the statements after it. */
+let outageAfterRefusal = false;
+let outage = false;
 
 /** The app's handle, recording the statements that write comments (`WRITE_COMMENTS`). */
 function recording(db: Db): Db {
@@ -23,7 +26,15 @@ function recording(db: Db): Db {
         return (query: CompiledQuery) => {
           if (!query.sql.includes('insert into task_comments')) return target.executeQuery(query);
           statements.push({ tenantId: query.parameters[0], commentIds: query.parameters[2] });
-          if (!loseSharedAnswers || (query.parameters[2] as unknown[]).length === 1) return target.executeQuery(query);
+          const shared = (query.parameters[2] as unknown[]).length > 1;
+          if (outage) return Promise.reject(new Error('Connection terminated unexpectedly'));
+          if (outageAfterRefusal && shared) {
+            return target.executeQuery(query).catch((error: unknown) => {
+              outage = true;
+              throw error;
+            });
+          }
+          if (!loseSharedAnswers || !shared) return target.executeQuery(query);
           return target.executeQuery(query).then(() => {
             throw new Error('Connection terminated unexpectedly');
           });
@@ -186,7 +197,20 @@ describe('comment writes coalesced', () => {
       expect(listed.map((c) => c.content).sort()).toEqual(['five', 'four', 'one', 'three', 'two']);
       const notes = (await t.call({ url: `/api/v1/users/${w.grace.id}/notifications`, key: w.key })).body.data;
       expect(notes).toHaveLength(5);
+
+      // The database goes away while they are tried in turn: the first retry's failure is the
+      // answer of those after it, which are not each tried against it.
+      statements.length = 0;
+      outageAfterRefusal = true;
+      const during = await Promise.allSettled(['six', 'seven', 'eight', 'poison', 'nine', 'ten'].map(add));
+      expect(during.map((m) => m.status)).toEqual(['fulfilled', 'fulfilled', ...Array(4).fill('rejected')]);
+      for (const failed of during.slice(2)) {
+        expect(String((failed as PromiseRejectedResult).reason)).toMatch(/Connection terminated/);
+      }
+      expect(statements.map((s) => (s.commentIds as string[]).length)).toEqual([1, 1, 4, 1]);
     } finally {
+      outageAfterRefusal = false;
+      outage = false;
       await sql`alter table task_comments drop constraint no_poison`.execute(t.database.db);
     }
   });

@@ -28,6 +28,8 @@ interface Batch<Item, Result> {
   entries: { item: Item; waiter: Waiter<Result> }[];
   /** Sends it beside the running statements when it has waited `maxWaitMs`. */
   timer?: NodeJS.Timeout;
+  /** Its `maxWaitMs` passed while twice `maxInFlight` ran: it goes as soon as fewer do. */
+  due?: boolean;
 }
 
 /** A group's statements running, and its batches waiting in order (the last one still filling). */
@@ -80,8 +82,12 @@ export function coalesce<Item, Result>(
       for (const { waiter } of batch.entries) waiter.reject(error);
     } finally {
       group.running--;
-      // Beyond maxInFlight only while batches sent after maxWaitMs run: the next waits for room.
-      const next = group.running < options.maxInFlight ? group.waiting.shift() : undefined;
+      // Beyond maxInFlight only while batches sent after maxWaitMs run: the next waits for room,
+      // unless it has waited maxWaitMs already (timers fire in order: the first is the oldest).
+      const room =
+        group.running < options.maxInFlight ||
+        (group.waiting[0]?.due === true && group.running < 2 * options.maxInFlight);
+      const next = room ? group.waiting.shift() : undefined;
       if (next !== undefined) void send(name, group, next);
       else if (group.running === 0 && group.waiting.length === 0) groups.delete(name);
     }
@@ -93,8 +99,12 @@ export function coalesce<Item, Result>(
     if (options.maxWaitMs === undefined) return;
     batch.timer = setTimeout(() => {
       const at = group.waiting.indexOf(batch);
-      // At twice maxInFlight it waits for room as the others do.
-      if (at === -1 || group.running >= 2 * options.maxInFlight) return;
+      // At twice maxInFlight it is due: the next statement to end sends it (send's finally).
+      if (at === -1) return;
+      if (group.running >= 2 * options.maxInFlight) {
+        batch.due = true;
+        return;
+      }
       group.waiting.splice(at, 1);
       void send(name, group, batch);
     }, options.maxWaitMs);

@@ -127,11 +127,19 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         // as their own statements' would have been.
         if (comments.length === 1 || !isDataRefusal(error)) throw error;
         const outcomes: Outcome<WrittenComment>[] = [];
+        // A retry refused for what is not its data (an outage, a timeout) is every later one's
+        // answer too: they are not tried in turn, each waiting out its own connection timeout.
+        let everyones: { error: unknown } | undefined;
         for (const comment of comments) {
+          if (everyones !== undefined) {
+            outcomes.push({ ok: false, error: everyones.error });
+            continue;
+          }
           try {
             outcomes.push(...(await writeComments(db, tenantId, [comment], unlessSubscribed)));
           } catch (error) {
             outcomes.push({ ok: false, error });
+            if (!isDataRefusal(error)) everyones = { error };
           }
         }
         return outcomes;
