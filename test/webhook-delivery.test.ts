@@ -1014,6 +1014,48 @@ describe('webhook delivery', () => {
     }
   });
 
+  it('with several tenants’ deliveries due, one whose receiver hangs gets half its cap before another’s turn (WEBHOOK_TENANT_CONCURRENCY / 2)', async () => {
+    const held = await startHoldingReceiver();
+    // A lane of 4, all of them open to one tenant (its cap), and so its share is 2.
+    const app = await startTestApp({
+      ...ENV,
+      WEBHOOK_TIMEOUT_MS: '60000',
+      WEBHOOK_CONCURRENCY: '4',
+      WEBHOOK_TENANT_CONCURRENCY: '4',
+      JOB_POLL_MS: '20',
+    });
+    try {
+      // Queued before the workers start: the slow tenant's four deliveries are the oldest due.
+      const slow = await app.tenant();
+      const slowEndpoint = await createEndpoint(slow.key, { url: held.url }, app);
+      const names = ['Ada', 'Bea', 'Cyd', 'Dee'];
+      for (const name of names) await createUser(slow.tenantId, slow.key, name, app);
+      const other = await app.tenant();
+      const endpoint = await createEndpoint(other.key, {}, app);
+      await createUser(other.tenantId, other.key, 'Kim', app);
+      app.jobs.start();
+      // Past its share, the slow tenant's next attempt waits while the other's is due: the other
+      // tenant's lands well before the hanging attempts' 60 s timeout (with all four slots open
+      // to the oldest jobs, it would have waited for one of them).
+      await waitFor(async () => {
+        const log = await deliveries(other.key, endpoint.id, app);
+        return log[0]?.status === 'succeeded';
+      }, 5_000);
+      // Then the idle slot goes to the slow tenant again: all four of its attempts are out.
+      await waitFor(() => held.waiting.length === 4);
+      expect(held.givenUp()).toBe(0);
+      held.answerAll();
+      await waitFor(async () => {
+        const log = await deliveries(slow.key, slowEndpoint.id, app);
+        return log.length === names.length && log.every((d: { status: string }) => d.status === 'succeeded');
+      });
+    } finally {
+      held.answerAll();
+      await app.close();
+      await held.close();
+    }
+  });
+
   it('deleting an endpoint drops its queued attempts', async () => {
     const { tenantId, key } = await t.tenant();
     const endpoint = await createEndpoint(key);
