@@ -111,9 +111,8 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
    * tenant's other comments waiting while its statements run. A statement of several that the
    * database refuses for what one comment holds (a task or user deleted meanwhile, a constraint)
    * is tried again one comment at a time, in turn, so each sees its own statement's error and no
-   * other's. When an enabled endpoint subscribes to
-   * `task.comment.created`, that statement writes nothing, and each comment is written again in a
-   * transaction with its event.
+   * other's. When an enabled endpoint subscribes to `task.comment.created`, that statement writes
+   * nothing, and each comment is written again in a transaction with its event.
    */
   const commentWrites = coalesce<NewComment, WrittenComment>({
     ...COMMENT_WRITE_COALESCING,

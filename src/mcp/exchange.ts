@@ -129,11 +129,11 @@ export class ExchangePool<Context> {
 
 /**
  * Answers one POST: `body` is its parsed JSON, `headers` its request headers, `context` what the
- * server's handlers are given of it (through a transport of `pool`). As the SDK's transport in stateless JSON mode: 406 unless
- * Accept lists both JSON and SSE; 400 for a batch over 100, a message that is not JSON-RPC, an
- * initialize in a batch, or an unsupported MCP-Protocol-Version; 202 with no body when nothing
- * needs an answer (notifications, answers, requests the batch itself cancels); else 200 with the
- * answer, or the array of the batch's answers.
+ * server's handlers are given of it (through a transport of `pool`). As the SDK's transport in
+ * stateless JSON mode: 406 unless Accept lists both JSON and SSE; 400 for a batch over 100, a
+ * message that is not JSON-RPC, an initialize in a batch, or an unsupported MCP-Protocol-Version;
+ * 202 with no body when nothing needs an answer (notifications, answers, requests the batch itself
+ * cancels); else 200 with the answer, or the array of the batch's answers.
  */
 export async function answerExchange<Context>(
   body: unknown,

@@ -1,8 +1,8 @@
 // The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
 // MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — SDK servers that keep no
-// state between requests, JSON answers — so any instance behind a load balancer can serve any request.
-// GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no server-initiated
-// messages yet.
+// state between requests, JSON answers — so any instance behind a load balancer can serve any
+// request. GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no
+// server-initiated messages yet.
 import type { ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
