@@ -15,14 +15,13 @@ export const isInputRejected = (error: unknown): boolean => {
 };
 export const isQueryCanceled = (error: unknown): boolean => sqlState(error) === '57014';
 /**
- * A statement refused for what it holds or met, and rolled back: its data (class 22), a
- * constraint (23), a serialization failure or deadlock (40001, 40P01), a program limit (54). Not
- * an outage or a cancellation, nor 40003, whose statement may have committed.
+ * A statement refused for what it holds or met, and rolled back: input PostgreSQL could not take
+ * (`isInputRejected`), a constraint (class 23), a serialization failure or deadlock (40001,
+ * 40P01). Not an outage or a cancellation, nor 40003, whose statement may have committed.
  */
 export const isDataRefusal = (error: unknown): boolean => {
   const state = sqlState(error);
-  if (state === undefined) return false;
-  return ['22', '23', '54'].includes(state.slice(0, 2)) || state === '40001' || state === '40P01';
+  return isInputRejected(error) || state?.startsWith('23') === true || state === '40001' || state === '40P01';
 };
 
 /** Socket errors that mean the server cannot be reached, or the connection to it was lost. */
