@@ -161,6 +161,14 @@ async function deliveries(key: string, endpointId: string, app: TestApp = t) {
   return r.body.data;
 }
 
+/** Waits until the endpoint's log holds `count` deliveries, every one succeeded. */
+async function allDelivered(key: string, endpointId: string, count: number, app: TestApp, timeoutMs?: number) {
+  await waitFor(async () => {
+    const log = await deliveries(key, endpointId, app);
+    return log.length === count && log.every((d: { status: string }) => d.status === 'succeeded');
+  }, timeoutMs);
+}
+
 /** A user through the real users area, which emits `user.created`; the tenant id in the e-mail finds its deliveries. */
 async function createUser(tenantId: string, key: string, name = 'Ada', app: TestApp = t) {
   const r = await app.call({
@@ -964,10 +972,7 @@ describe('webhook delivery', () => {
       expect(held.givenUp()).toBe(0);
 
       held.answerAll();
-      await waitFor(async () => {
-        const log = await deliveries(slow.key, endpoint.id, app);
-        return log.length === 3 && log.every((d: { status: string }) => d.status === 'succeeded');
-      });
+      await allDelivered(slow.key, endpoint.id, 3, app);
     } finally {
       held.answerAll();
       await app.close();
@@ -993,20 +998,14 @@ describe('webhook delivery', () => {
       const endpoint = await createEndpoint(other.key, {}, app);
       await createUser(other.tenantId, other.key, 'Kim', app);
       // Well before the hanging attempts' 60 s timeout: it did not wait for a slot.
-      await waitFor(async () => {
-        const log = await deliveries(other.key, endpoint.id, app);
-        return log[0]?.status === 'succeeded';
-      }, 5_000);
+      await allDelivered(other.key, endpoint.id, 1, app, 5_000);
       expect(forTenant(other.tenantId)).toHaveLength(1);
       // Meanwhile the hanging tenant never had more than its four attempts out.
       expect(held.waiting).toHaveLength(4);
       expect(held.givenUp()).toBe(0);
 
       held.answerAll();
-      await waitFor(async () => {
-        const log = await deliveries(slow.key, slowEndpoint.id, app);
-        return log.length === names.length && log.every((d: { status: string }) => d.status === 'succeeded');
-      });
+      await allDelivered(slow.key, slowEndpoint.id, names.length, app);
     } finally {
       held.answerAll();
       await app.close();
@@ -1037,18 +1036,12 @@ describe('webhook delivery', () => {
       // Past its share, the slow tenant's next attempt waits while the other's is due: the other
       // tenant's lands well before the hanging attempts' 60 s timeout (with all four slots open
       // to the oldest jobs, it would have waited for one of them).
-      await waitFor(async () => {
-        const log = await deliveries(other.key, endpoint.id, app);
-        return log[0]?.status === 'succeeded';
-      }, 5_000);
+      await allDelivered(other.key, endpoint.id, 1, app, 5_000);
       // Then the idle slot goes to the slow tenant again: all four of its attempts are out.
       await waitFor(() => held.waiting.length === 4);
       expect(held.givenUp()).toBe(0);
       held.answerAll();
-      await waitFor(async () => {
-        const log = await deliveries(slow.key, slowEndpoint.id, app);
-        return log.length === names.length && log.every((d: { status: string }) => d.status === 'succeeded');
-      });
+      await allDelivered(slow.key, slowEndpoint.id, names.length, app);
     } finally {
       held.answerAll();
       await app.close();
