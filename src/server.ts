@@ -1,6 +1,5 @@
 // Builds the Fastify app from its parts; src/serve.ts is the process that listens.
 import { randomUUID } from 'node:crypto';
-import { Socket } from 'node:net';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -24,6 +23,7 @@ import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
+import { registerBodyDeadline } from './http/body-deadline.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
 import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
 import { hookList, judgeThen } from './http/hooks.js';
@@ -237,27 +237,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     reply.header('x-request-id', request.id);
     done();
   });
-  // A body still arriving REQUEST_TIMEOUT_MS after its headers (sent a byte at a time, say) is
-  // refused as Node refuses a request that does not arrive in time (400, the connection closed):
-  // such connections would otherwise pile up. Fastify turns Node's own limit off, and on Node 20
-  // that limit does not reach a body whose headers have arrived.
-  app.addHook('onRequest', (request, reply, done) => {
-    const raw = request.raw;
-    // Only a request with a body still to come (not yet `complete` when its headers are read, even
-    // a GET); requests made in-process (`inject`) have no socket of their own to time out.
-    const body = raw.headers['content-length'] !== undefined || raw.headers['transfer-encoding'] !== undefined;
-    if (!body || raw.complete || !(raw.socket instanceof Socket)) return done();
-    const timer = setTimeout(() => {
-      if (raw.complete) return;
-      // Answered already (a 401 before the body was read): the connection is only closed.
-      if (reply.raw.headersSent) raw.socket.destroy();
-      else refuseClient(Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), raw.socket);
-    }, config.requestTimeoutMs);
-    const settled = () => clearTimeout(timer);
-    raw.once('end', settled);
-    raw.once('close', settled);
-    done();
-  });
+  // A body still arriving REQUEST_TIMEOUT_MS after its headers is refused (400, connection closed).
+  registerBodyDeadline(app, { timeoutMs: config.requestTimeoutMs, refuse: refuseClient });
 
   // Shutdown: draining (readiness 503) from `drain()` or the start of `app.close()`; closing
   // (new requests 503 `service_unavailable`) from the start of `app.close()`, before any other
