@@ -20,7 +20,7 @@
 // their ratios).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,6 +51,7 @@ const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 0);
 const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
+const SERVER_STDOUT = process.env.BENCH_SERVER_STDOUT;
 // The server runs as `npm start` runs it: compiled JavaScript (built first, below).
 const SERVER = path.resolve('dist/src/cli/main.js');
 // The Node.js flags of `npm start` (package.json), so the server is measured as it is run.
@@ -451,7 +452,8 @@ async function main() {
     const port = await freePort();
     const server = spawn(process.execPath, [...SERVER_FLAGS, SERVER, 'serve'], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      // The server's standard output (a GC trace: `--trace-gc-nvp`) to BENCH_SERVER_STDOUT, a file.
+      stdio: ['ignore', SERVER_STDOUT ? openSync(SERVER_STDOUT, 'w') : 'ignore', 'inherit'],
     });
     children.push(server);
     const base = `http://127.0.0.1:${port}`;
