@@ -7,6 +7,7 @@ import { createOwnerService } from './domain/owners.js';
 import { ALL_SCOPES } from './domain/scopes.js';
 import type { TenantService } from './domain/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
+import { tuneHeapGrowth } from './lib/heap.js';
 import { connectRedis } from './lib/redis.js';
 import { buildApp } from './server.js';
 
@@ -46,6 +47,7 @@ export async function serve(config: Config): Promise<void> {
     dataDir: config.dataDir,
     preparedStatements: config.databasePreparedStatements,
   });
+  tuneHeapGrowth(database.kind);
   await migrateToLatest(database.db);
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
 
