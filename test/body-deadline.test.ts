@@ -26,8 +26,9 @@ async function start(timeoutMs = TIMEOUT_MS): Promise<number> {
       );
     },
   });
-  app.post('/echo', async (request) => request.body);
-  app.get('/echo', async () => ({ ok: true }));
+  // Each answers with the number of requests watched while it ran.
+  app.post('/echo', async () => ({ watched: watched.size }));
+  app.get('/echo', async () => ({ watched: watched.size }));
   // Answers before its body is read, as a refused key does.
   app.post(
     '/early',
@@ -75,12 +76,11 @@ describe('the body deadline', () => {
         headers: { 'content-type': 'application/json' },
         body,
       });
-      expect(await answer.json()).toEqual({ a: 1 });
+      expect(await answer.json()).toEqual({ watched: 1 });
       await until(() => watched.size === 0, 300);
     }
     // A GET is not watched.
-    expect((await fetch(`http://127.0.0.1:${port}/echo`)).status).toBe(200);
-    expect(watched.size).toBe(0);
+    expect(await (await fetch(`http://127.0.0.1:${port}/echo`)).json()).toEqual({ watched: 0 });
   });
 
   it('refuses a body still arriving after the deadline, even one sent a byte at a time', async () => {
@@ -96,11 +96,14 @@ describe('the body deadline', () => {
     const dribble = setInterval(() => socket.writable && socket.write(' '), 20);
     const started = Date.now();
     try {
-      expect(await answer).toMatch(/^HTTP\/1.1 400 /);
+      // Refused at its deadline, not when its 100 bytes would have arrived (about 2 s).
+      expect(await answer).toMatch(/^HTTP\/1.1 400 .*ERR_HTTP_REQUEST_TIMEOUT$/s);
     } finally {
       clearInterval(dribble);
     }
+    expect(refused).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    expect(Date.now() - started).toBeLessThan(1500);
     expect(watched.size).toBe(0);
   });
 
@@ -113,6 +116,17 @@ describe('the body deadline', () => {
     expect(text.match(/HTTP\/1.1/g)).toHaveLength(1);
     expect(refused).toBe(0);
     expect(watched.size).toBe(0);
+  });
+
+  it('forgets a request answered before its body once its client goes away, at the next sweep', async () => {
+    // A deadline of 4 s, swept every second.
+    const port = await start(4000);
+    const { socket, answer } = send(port, post('/early', 100, '{"a":'));
+    socket.on('data', () => socket.destroy());
+    expect(await answer).toMatch(/^HTTP\/1.1 401 /);
+    expect(watched.size).toBe(1);
+    await until(() => watched.size === 0, 2500);
+    expect(refused).toBe(0);
   });
 
   it('forgets a request whose client went away before its body arrived', async () => {

@@ -9,8 +9,8 @@
 // collection to free: with them, the comment write's main thread moved about twice the bytes to the
 // old generation and ran twice the full collections (bench/README.md, session 17). A request is
 // watched from its headers until its answer is sent, then forgotten at once; the sweep (every
-// quarter of `timeoutMs`, at most a second) refuses the ones past their time and forgets those
-// whose connection went away.
+// quarter of `timeoutMs`, at most a second, so a refusal comes up to that much after the deadline)
+// refuses the ones past their time and forgets those whose connection went away.
 
 import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
@@ -21,6 +21,13 @@ export interface BodyDeadlineOptions {
   /** Answers a request whose body did not arrive in time on its socket, and closes it. */
   refuse(error: Error & { code: string }, socket: Socket): void;
 }
+
+/**
+ * Whether a request's body can no longer be late: it arrived, or the request or its connection is
+ * gone (a request answered before its body, whose client then left, is neither complete nor
+ * destroyed: Node no longer follows it).
+ */
+const over = (raw: IncomingMessage) => raw.complete || raw.destroyed || raw.socket.destroyed;
 
 /** A request being watched, in a list by arrival (the oldest first). */
 interface Watch {
@@ -67,7 +74,7 @@ export function registerBodyDeadline(app: FastifyInstance, options: BodyDeadline
       for (let watch = first; watch !== undefined; ) {
         const { next, reply, since } = watch;
         const raw = reply.request.raw;
-        if (raw.complete || raw.destroyed) forget(watch);
+        if (over(raw)) forget(watch);
         else if (now - since >= options.timeoutMs) {
           forget(watch);
           expire(raw, reply);
@@ -103,7 +110,7 @@ export function registerBodyDeadline(app: FastifyInstance, options: BodyDeadline
   // Forgotten once answered, unless its body is still arriving (the sweep closes that connection).
   app.addHook('onResponse', (request, _reply, done) => {
     const watch = (request as unknown as Watched)[WATCH];
-    if (watch !== undefined && (request.raw.complete || request.raw.destroyed)) forget(watch);
+    if (watch !== undefined && over(request.raw)) forget(watch);
     done();
   });
 
