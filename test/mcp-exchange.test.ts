@@ -1,10 +1,18 @@
 // MCP servers kept between requests (src/mcp/exchange.ts, ExchangePool): an exchange takes an idle
 // server or connects a new one, its handlers see that exchange's context and no other's, and a
-// server is kept for the next exchange only when nothing of this one can still reach it.
+// server is kept for the next exchange only when nothing of this one can still reach it. A plain
+// tool call is answered without a server, as a server would answer it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  LATEST_PROTOCOL_VERSION,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerExchange, ExchangePool, type ExchangeTransport } from '../src/mcp/exchange.js';
+import { answerExchange, ExchangePool, type ExchangeTransport, type ToolRunner } from '../src/mcp/exchange.js';
 
 type Context = { tenant: string };
 const HEADERS = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' };
@@ -104,5 +112,151 @@ describe('MCP servers kept between requests', () => {
     expect(note.status).toBe(202);
     await answerExchange(call(3), HEADERS, servers, { tenant: 'b' });
     expect(connected()).toBe(2);
+  });
+});
+
+/**
+ * Tools as the API's are run (routes.ts, callTool): `echo` answers its arguments and the exchange's
+ * tenant as structured content, `refuse` a tool error; any other name is not a tool.
+ */
+const runTool: ToolRunner<Context> = (call, { tenant }) => {
+  if (call.name === 'echo') {
+    const structuredContent = { tenant, arguments: call.arguments ?? null };
+    return Promise.resolve({ content: [{ type: 'text', text: JSON.stringify(structuredContent) }], structuredContent });
+  }
+  if (call.name === 'refuse') {
+    return Promise.resolve<CallToolResult>({ content: [{ type: 'text', text: '{"error":{}}' }], isError: true });
+  }
+  return undefined;
+};
+
+/** `runTool`, counting the calls it answered (not those it left to a server: an unknown tool). */
+function counted() {
+  let answered = 0;
+  const runner: ToolRunner<Context> = (call, context) => {
+    const result = runTool(call, context);
+    if (result !== undefined) answered++;
+    return result;
+  };
+  return { runner, answered: () => answered };
+}
+
+/** A pool of SDK servers whose tools/call handler runs `runTool`, as routes.ts's servers do. */
+function toolServers() {
+  let connected = 0;
+  const servers = new ExchangePool<Context>(async (transport: ExchangeTransport<Context>) => {
+    connected++;
+    const server = new Server({ name: 'test', version: '1' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(CallToolRequestSchema, async (call) => {
+      const result = runTool(call.params, transport.context as Context);
+      if (result === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
+      return result;
+    });
+    await server.connect(transport);
+  }, 8);
+  return { servers, connected: () => connected };
+}
+
+describe('A plain tool call answered without a server', () => {
+  it('runs the tool and answers as the server would; any other message goes to a server', async () => {
+    const { servers, connected } = toolServers();
+    const { runner, answered } = counted();
+    const plain = { jsonrpc: '2.0', id: 'a-1', method: 'tools/call', params: { name: 'echo', arguments: { x: 1 } } };
+    const answer = await answerExchange(plain, HEADERS, servers, { tenant: 'a' }, runner);
+    expect(answer).toEqual({
+      status: 200,
+      body: {
+        result: {
+          content: [{ type: 'text', text: '{"tenant":"a","arguments":{"x":1}}' }],
+          structuredContent: { tenant: 'a', arguments: { x: 1 } },
+        },
+        jsonrpc: '2.0',
+        id: 'a-1',
+      },
+    });
+    expect(answered()).toBe(1);
+    expect(connected()).toBe(0);
+    // What the SDK would refuse, read otherwise, or that names no tool: a server answers it.
+    const others = [
+      { ...plain, params: { ...plain.params, _meta: { progressToken: 1 } } },
+      { ...plain, params: { ...plain.params, task: { ttl: 1000 } } },
+      { ...plain, params: { name: 'echo', arguments: null } },
+      { ...plain, params: { name: 'echo', arguments: [1] } },
+      { ...plain, params: { name: 'nothing' } },
+      { ...plain, id: 1.5 },
+      { ...plain, extra: true },
+      [plain],
+    ];
+    for (const message of others) {
+      await answerExchange(message, HEADERS, servers, { tenant: 'a' }, runner);
+      expect(answered(), JSON.stringify(message)).toBe(1);
+    }
+    expect(connected()).toBe(1);
+    // The protocol version is checked as for any request.
+    const version = { ...HEADERS, 'mcp-protocol-version': '1999-01-01' };
+    const direct = await answerExchange(plain, version, servers, { tenant: 'a' }, runner);
+    expect(direct.status).toBe(400);
+    expect(direct).toEqual(await answerExchange(plain, version, servers, { tenant: 'a' }));
+    expect(answered()).toBe(1);
+  });
+
+  it('answers every message, to the byte, as the SDK server answers it (property, fixed seed)', async () => {
+    const direct = toolServers();
+    const viaServer = toolServers();
+    const { runner, answered } = counted();
+    // The route refuses a `__proto__` key before any exchange (src/lib/json-body.ts), so none is sent.
+    const key = fc.string({ maxLength: 6 }).filter((k) => k !== '__proto__');
+    const json = fc.jsonValue({ maxDepth: 2 });
+    const args = fc.oneof(fc.dictionary(key, json, { maxKeys: 4 }), fc.constantFrom(undefined, null, [], 'text', 7));
+    const params = fc.oneof(
+      fc.record(
+        {
+          name: fc.constantFrom('echo', 'refuse', 'nothing', 42),
+          arguments: args,
+          _meta: fc.constantFrom({}, { progressToken: 'p' }, 5),
+          task: fc.constant({ ttl: 1000 }),
+          other: json,
+        },
+        { requiredKeys: ['name'] },
+      ),
+      fc.constantFrom(undefined, null, [], 'params'),
+    );
+    const anyMessage = fc.record(
+      {
+        jsonrpc: fc.constantFrom('2.0', '2.0', '2.0', '1.0'),
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 4 }), fc.double(), fc.constantFrom(null, true, 2 ** 60)),
+        method: fc.constantFrom('tools/call', 'tools/call', 'tools/call', 'ping', 'tools/list'),
+        params,
+        extra: json,
+      },
+      { requiredKeys: ['jsonrpc', 'method'] },
+    );
+    const plainCall = fc.record(
+      {
+        jsonrpc: fc.constant('2.0'),
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 4 })),
+        method: fc.constant('tools/call'),
+        params: fc.record(
+          { name: fc.constantFrom('echo', 'refuse', 'nothing'), arguments: fc.dictionary(key, json, { maxKeys: 4 }) },
+          { requiredKeys: ['name'] },
+        ),
+      },
+      { noNullPrototype: true },
+    );
+    const message = fc.oneof(plainCall, anyMessage);
+    await fc.assert(
+      fc.asyncProperty(message, async (generated) => {
+        // As the route hands it over: parsed from JSON text.
+        const sent = JSON.parse(JSON.stringify(generated));
+        const a = await answerExchange(sent, HEADERS, direct.servers, { tenant: 't' }, runner);
+        const b = await answerExchange(sent, HEADERS, viaServer.servers, { tenant: 't' });
+        expect(a.status).toBe(b.status);
+        expect(JSON.stringify(a.body)).toBe(JSON.stringify(b.body));
+      }),
+      { seed: 20261127, numRuns: 400 },
+    );
+    // Both kinds were met: calls answered without a server, and others.
+    expect(answered()).toBeGreaterThan(20);
+    expect(direct.connected()).toBeGreaterThan(0);
   });
 });

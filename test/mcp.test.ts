@@ -320,6 +320,33 @@ describe('MCP transport rules', () => {
     expect((await json(refused)).error.code).toBe(-32600);
   });
 
+  it('answers a tool call alone (without a server) as a server answers it in a batch, every kind of result', async () => {
+    const { key: readOnly } = await t.tenant(['apps:read']);
+    const created = await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'one-answer' } });
+    expect(created.status).toBe(201);
+    const calls: [string, Record<string, unknown>, string?][] = [
+      ['get_app', { name: 'one-answer' }],
+      ['list_apps', { limit: 1 }],
+      ['get_app', { name: 'no-such-app' }],
+      ['create_app', { name: '' }],
+      ['get_app', {}],
+      ['list_apps', { bogus: 1 }],
+      ['list_apps', { cursor: 'a\u0000b' }],
+      ['create_app', { name: 'denied' }, readOnly],
+      ['no_such_tool', {}],
+    ];
+    for (const [id, [name, args, apiKey]] of calls.entries()) {
+      const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
+      const headers = { 'mcp-protocol-version': '2025-03-26' };
+      const alone = await rpc(call, headers, apiKey);
+      const batched = await rpc([call], headers, apiKey);
+      expect(alone.status).toBe(200);
+      expect(batched.status).toBe(200);
+      const [inBatch] = await json(batched);
+      expect(await alone.text(), name).toBe(JSON.stringify(inBatch));
+    }
+  });
+
   it('an unsupported MCP-Protocol-Version answers 400', async () => {
     const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'mcp-protocol-version': '1999-01-01' });
     expect(r.status).toBe(400);

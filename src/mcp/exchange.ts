@@ -4,9 +4,11 @@
 // server and collects its answers. The SDK's own transport does the same through Fetch API objects
 // (a Request with its Headers, a Response read back through a ReadableStream, an AbortSignal),
 // built for every call, with its server closed after each: nearly half of a tool call's server CPU
-// (bench/README.md), for nothing a JSON answer needs.
+// (bench/README.md), for nothing a JSON answer needs. A plain tool call is answered without a
+// server at all (`plainToolCall`, below).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  type CallToolResult,
   isInitializeRequest,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
@@ -31,6 +33,53 @@ const refusal = (status: number, code: number, message: string): ExchangeAnswer 
   status,
   body: jsonRpcError(code, message),
 });
+
+/** What a `tools/call` request names, as the SDK's server hands it to its handler. */
+export interface ToolCall {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Runs a tool for an exchange's context: its result, in the order of the SDK's CallToolResultSchema
+ * (`content`, then `structuredContent` or `isError`), or undefined for a tool it does not know.
+ * It does not reject: a tool's failure is a result (`isError`).
+ */
+export type ToolRunner<Context> = (call: ToolCall, context: Context) => Promise<CallToolResult> | undefined;
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * A message that is certainly a `tools/call` request the SDK's server would take as it is: the
+ * keys of a JSON-RPC request and no others (its schema is strict), an integer or string id, and
+ * params of a name and, if any, an object of arguments — no `_meta`, no `task`, nothing else. Its
+ * answer is then the tool's result in `{ result, jsonrpc, id }`, what the server would send, and
+ * the message is answered without one: the SDK's seven zod passes over it and its result (its
+ * schema guards, the request parsed twice, the result once), its AbortController and promise
+ * chain were a sixth of a tool call's CPU (bench/README.md). Anything else is left to a server.
+ */
+export function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {
+  if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
+  const { id, params } = message;
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
+  for (const key in message) if (!REQUEST_KEYS.has(key)) return undefined;
+  if (!isPlainObject(params) || typeof params.name !== 'string') return undefined;
+  for (const key in params) if (key !== 'name' && key !== 'arguments') return undefined;
+  if (params.arguments !== undefined && !isPlainObject(params.arguments)) return undefined;
+  return { id: id as RequestId, params: params as unknown as ToolCall };
+}
+
+/** The SDK transport's refusal of an MCP-Protocol-Version it does not support (not for an initialize). */
+function unsupportedVersion(version: string | string[] | undefined): ExchangeAnswer | undefined {
+  if (typeof version !== 'string' || SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined;
+  return refusal(
+    400,
+    -32000,
+    `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+  );
+}
 
 // Told apart by shape: each message has passed JSONRPCMessageSchema already.
 const isRequest = (message: JSONRPCMessage): message is JSONRPCMessage & { id: RequestId; method: string } =>
@@ -129,7 +178,9 @@ export class ExchangePool<Context> {
 
 /**
  * Answers one POST: `body` is its parsed JSON, `headers` its request headers, `context` what the
- * server's handlers are given of it (through a transport of `pool`). As the SDK's transport in
+ * server's handlers are given of it (through a transport of `pool`); `runTool`, if given, answers a
+ * plain tool call (`plainToolCall`) without a server, and must be what the servers' own tools/call
+ * handler runs. As the SDK's transport in
  * stateless JSON mode: 406 unless Accept lists both JSON and SSE; 400 for a batch over 100, a
  * message that is not JSON-RPC, an initialize in a batch, or an unsupported MCP-Protocol-Version;
  * 202 with no body when nothing needs an answer (notifications, answers, requests the batch itself
@@ -140,6 +191,7 @@ export async function answerExchange<Context>(
   headers: { accept?: string | undefined; 'mcp-protocol-version'?: string | string[] | undefined },
   pool: ExchangePool<Context>,
   context: Context,
+  runTool?: ToolRunner<Context>,
 ): Promise<ExchangeAnswer> {
   const accept = headers.accept ?? '';
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
@@ -147,6 +199,14 @@ export async function answerExchange<Context>(
   }
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return refusal(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+  }
+  const call = runTool === undefined ? undefined : plainToolCall(body);
+  if (call !== undefined) {
+    const refused = unsupportedVersion(headers['mcp-protocol-version']);
+    if (refused !== undefined) return refused;
+    const result = (runTool as ToolRunner<Context>)(call.params, context);
+    // The key order of the SDK's own answer (Protocol._onrequest).
+    if (result !== undefined) return { status: 200, body: { result: await result, jsonrpc: '2.0', id: call.id } };
   }
   let messages: JSONRPCMessage[];
   try {
@@ -161,14 +221,8 @@ export async function answerExchange<Context>(
   if (initializing && Array.isArray(body)) {
     return refusal(400, -32600, 'Invalid Request: an initialize request cannot be sent in a batch');
   }
-  const version = headers['mcp-protocol-version'];
-  if (!initializing && typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-    return refusal(
-      400,
-      -32000,
-      `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-    );
-  }
+  const refused = initializing ? undefined : unsupportedVersion(headers['mcp-protocol-version']);
+  if (refused !== undefined) return refused;
   // A request its own batch cancels gets no answer (the SDK drops it): it is not waited for.
   const cancelled = new Set(
     messages.flatMap((message) =>

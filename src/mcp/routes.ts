@@ -27,7 +27,7 @@ import { openEventStream } from '../http/negotiation.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import type { Operation } from '../operations/registry.js';
-import { answerExchange, ExchangePool, type ExchangeTransport, jsonRpcError } from './exchange.js';
+import { answerExchange, ExchangePool, type ExchangeTransport, jsonRpcError, type ToolCall } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
@@ -198,23 +198,60 @@ export function registerMcpRoutes(
     throw new DomainError('forbidden_origin', `Origin '${origin}' may not use this endpoint.`);
   }
 
+  const toolError = (
+    origin: string,
+    code: Parameters<typeof errorBody>[1],
+    message: string,
+    param?: string,
+    eventId?: string,
+  ): CallToolResult => {
+    const { body } = errorBody(origin, code, message, param, eventId);
+    // The error as JSON text only: `structuredContent` must match the tool's `outputSchema` (its
+    // success record), and the SDK's client refuses a result whose structured content does not,
+    // error or not, so the caller would never see the error.
+    return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
+  };
+
+  /**
+   * Runs a tool for an exchange (exchange.ts, ToolRunner): a plain call's, answered without a
+   * server, and the servers' tools/call handler's. Undefined for a tool that does not exist.
+   */
+  function callTool(call: ToolCall, context: ExchangeContext): Promise<CallToolResult> | undefined {
+    const tool = tools.get(call.name);
+    return tool === undefined ? undefined : runTool(tool, call.arguments, context);
+  }
+
+  async function runTool(
+    tool: Tool,
+    args: Record<string, unknown> | undefined,
+    { auth, request, origin }: ExchangeContext,
+  ): Promise<CallToolResult> {
+    if (!toolAllowed(tool, auth)) {
+      return toolError(origin, 'insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
+    }
+    try {
+      const problem = jsonProblem(args ?? {});
+      if (problem !== undefined) return toolError(origin, 'validation_error', problem.message, problem.param);
+      const bound = bindArguments(tool, args ?? {});
+      const result = unwrap(
+        await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
+      ) as Record<string, unknown>;
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+    } catch (error) {
+      if (error instanceof DomainError) return toolError(origin, error.code, error.message, paramOf(error, args));
+      const refused = fromDatabase(error);
+      if (refused?.code === 'service_unavailable') deps.outages?.failed(error);
+      if (refused) return toolError(origin, refused.code, refused.message);
+      const eventId = newId();
+      request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
+      return toolError(origin, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+    }
+  }
+
   /** A server for `transport`; each handler serves the exchange the transport has now (its context). */
   function createServer(transport: ExchangeTransport<ExchangeContext>): Server {
     // Read when a request arrives and kept for its whole handling.
     const exchange = () => transport.context as ExchangeContext;
-    const toolError = (
-      origin: string,
-      code: Parameters<typeof errorBody>[1],
-      message: string,
-      param?: string,
-      eventId?: string,
-    ): CallToolResult => {
-      const { body } = errorBody(origin, code, message, param, eventId);
-      // The error as JSON text only: `structuredContent` must match the tool's `outputSchema` (its
-      // success record), and the SDK's client refuses a result whose structured content does not,
-      // error or not, so the caller would never see the error.
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
-    };
     const server = new Server(
       { name: 'workspace-api', version: API_VERSION },
       { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator },
@@ -224,32 +261,9 @@ export function registerMcpRoutes(
       return { tools: [...tools.values()].filter((tool) => toolAllowed(tool, auth)).map((tool) => tool.definition) };
     });
     server.setRequestHandler(CallToolRequestSchema, async (call) => {
-      const { auth, request, origin } = exchange();
-      const tool: Tool | undefined = tools.get(call.params.name);
-      if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
-      if (!toolAllowed(tool, auth)) {
-        return toolError(origin, 'insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
-      }
-      try {
-        const args = (call.params.arguments ?? {}) as Record<string, unknown>;
-        const problem = jsonProblem(args);
-        if (problem !== undefined) return toolError(origin, 'validation_error', problem.message, problem.param);
-        const bound = bindArguments(tool, args);
-        const result = unwrap(
-          await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
-        ) as Record<string, unknown>;
-        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
-      } catch (error) {
-        if (error instanceof DomainError) {
-          return toolError(origin, error.code, error.message, paramOf(error, call.params.arguments));
-        }
-        const refused = fromDatabase(error);
-        if (refused?.code === 'service_unavailable') deps.outages?.failed(error);
-        if (refused) return toolError(origin, refused.code, refused.message);
-        const eventId = newId();
-        request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
-        return toolError(origin, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
-      }
+      const result = callTool(call.params, exchange());
+      if (result === undefined) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${call.params.name}`);
+      return result;
     });
     return server;
   }
@@ -318,11 +332,13 @@ export function registerMcpRoutes(
           );
         }
         try {
-          const answer = await answerExchange(message, request.headers, servers, {
-            auth,
-            origin: publicOrigin(request, config.publicUrl),
-            request,
-          });
+          const answer = await answerExchange(
+            message,
+            request.headers,
+            servers,
+            { auth, origin: publicOrigin(request, config.publicUrl), request },
+            callTool,
+          );
           reply.code(answer.status);
           if (answer.body === undefined) return reply.send();
           return reply.type('application/json').send(JSON.stringify(answer.body));
