@@ -2,11 +2,13 @@
 // schema of its own on PostgreSQL when TEST_DATABASE_URL is set; Redis when TEST_REDIS_URL is
 // set), tenants and keys made through the control plane, and requests through `inject`.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type Kysely, type KyselyPlugin, type QueryId, type RawBuilder, type RootOperationNode, sql } from 'kysely';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, type Db, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -47,6 +49,14 @@ export interface CallResult {
 }
 
 export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+
+/** The migrated database every PGlite test app starts from (support/pglite-template.ts), read once. */
+let template: Uint8Array | undefined;
+function pgliteTemplate(): Uint8Array | undefined {
+  const file = inject('pgliteTemplate');
+  if (file !== undefined) template ??= readFileSync(file);
+  return template;
+}
 
 /**
  * PostgreSQL: how many lock requests matching `where` (a condition on `pg_locks`) wait, polled
@@ -97,6 +107,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: Te
   const database = await openDatabase({
     url: usingPostgres ? (options.databaseUrl ?? process.env.TEST_DATABASE_URL) : undefined,
     schema,
+    template: usingPostgres ? undefined : pgliteTemplate(),
   });
   await migrateToLatest(database.db);
   // The server's own client (src/lib/redis.ts), so tests see Redis as the server does.

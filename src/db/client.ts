@@ -13,6 +13,8 @@ export type Db = Kysely<Database>;
 export interface DatabaseHandle {
   db: Db;
   kind: 'pglite' | 'postgres';
+  /** PGlite: the database's files, which `template` starts another from (PGliteThread.dump). */
+  dump?: () => Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -28,6 +30,11 @@ export interface DatabaseOptions {
   url?: string | undefined;
   /** PGlite data directory; when absent with no url, an in-memory database. */
   dataDir?: string | undefined;
+  /**
+   * An in-memory PGlite's files to start from (another's `dump`) rather than an empty database:
+   * tests start each app's database from one made and migrated once.
+   */
+  template?: Uint8Array | undefined;
   /** PostgreSQL schema to work in (tests isolate each run in its own). */
   schema?: string | undefined;
   poolSize?: number;
@@ -73,6 +80,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   }
   // PGlite runs in a thread of its own, spoken to by the same driver (pglite-thread.ts). Its one
   // session is shared by a few clients: enough that the thread always has the next query at hand.
+  if (options.template && options.dataDir) throw new Error('a template starts an in-memory database, not a DATA_DIR');
   let dir: string | undefined;
   let unlock = () => {};
   if (options.dataDir) {
@@ -83,7 +91,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   let thread: PGliteThread;
   try {
     if (dir && !existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
-    thread = await PGliteThread.open(dir, PGLITE_OPTIONS);
+    thread = await PGliteThread.open(dir, PGLITE_OPTIONS, options.template);
   } catch (error) {
     unlock();
     throw error;
@@ -93,6 +101,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   return {
     db,
     kind: 'pglite',
+    dump: () => thread.dump(),
     close: async () => {
       try {
         await db.destroy();

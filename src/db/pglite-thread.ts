@@ -38,7 +38,11 @@ const describe = (error) => String((error && error.stack) || error);
 import(workerData.module).then(async ({ PGlite }) => {
   let pglite;
   try {
-    pglite = workerData.dir ? new PGlite(workerData.dir, workerData.options) : new PGlite(workerData.options);
+    // A template's files in place of initdb's (PGliteThread.dump).
+    const options = workerData.template
+      ? { ...workerData.options, loadDataDir: new Blob([workerData.template]) }
+      : workerData.options;
+    pglite = workerData.dir ? new PGlite(workerData.dir, options) : new PGlite(options);
     await pglite.waitReady;
   } catch (error) {
     parentPort.postMessage({ ready: false, error: describe(error) });
@@ -104,6 +108,19 @@ import(workerData.module).then(async ({ PGlite }) => {
     if (draining) return;
     draining = true;
     for (let m = next(); m !== undefined; m = next()) {
+      if (m.dump) {
+        // Checkpointed first, so that a database started from the copy has no WAL to replay.
+        let bytes;
+        try {
+          await pglite.exec('CHECKPOINT');
+          bytes = new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
+        } catch (error) {
+          parentPort.postMessage({ dump: true, error: describe(error) });
+          continue;
+        }
+        parentPort.postMessage({ dump: true, bytes }, [bytes.buffer]);
+        continue;
+      }
       if (m.gone) {
         if (owner === m.client) {
           owner = 0;
@@ -144,7 +161,10 @@ import(workerData.module).then(async ({ PGlite }) => {
 });
 `;
 
-type Reply = { client: number; bytes?: Uint8Array; error?: string } | { ready: boolean; error?: string };
+type Reply =
+  | { client: number; bytes?: Uint8Array; error?: string }
+  | { ready: boolean; error?: string }
+  | { dump: true; bytes?: Uint8Array<ArrayBuffer>; error?: string };
 
 /** PGlite's module, as a URL the worker's and initdb's `import()` can load. */
 const pgliteModule = () => pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
@@ -228,11 +248,20 @@ export class PGliteThread {
   #outstanding = 0;
   #failure: Error | undefined;
   #closed: Promise<void> | undefined;
+  /** The dumps asked for and not yet answered, in the order asked (the thread answers in order). */
+  readonly #dumps: { resolve: (bytes: Uint8Array<ArrayBuffer>) => void; reject: (error: Error) => void }[] = [];
 
   private constructor(worker: Worker) {
     this.#worker = worker;
     worker.unref();
     worker.on('message', (reply: Reply) => {
+      if ('dump' in reply) {
+        if (--this.#outstanding === 0) worker.unref();
+        const dump = this.#dumps.shift();
+        if (reply.bytes) dump?.resolve(reply.bytes);
+        else dump?.reject(new Error(`the database could not be copied: ${reply.error}`));
+        return;
+      }
       if (!('client' in reply)) return;
       if (--this.#outstanding === 0) worker.unref();
       const socket = this.#sockets.get(reply.client);
@@ -242,13 +271,32 @@ export class PGliteThread {
     const fail = (error: Error) => {
       this.#failure ??= error;
       for (const socket of this.#sockets.values()) socket.destroy(this.#failure);
+      for (const dump of this.#dumps.splice(0)) dump.reject(this.#failure);
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`the database thread exited (code ${code})`)));
   }
 
-  static async open(dir: string | undefined, options: object): Promise<PGliteThread> {
-    return new PGliteThread(await startWorker({ dir, options }));
+  /**
+   * `template`, if given, is a database's files as `dump` answers them: the new database starts as
+   * a copy of that one rather than from initdb (in memory, in a fifth of initdb's time).
+   */
+  static async open(dir: string | undefined, options: object, template?: Uint8Array): Promise<PGliteThread> {
+    return new PGliteThread(await startWorker({ dir, options, ...(template ? { template } : {}) }));
+  }
+
+  /**
+   * The database's files as a tarball (PGlite's `dumpDataDir`, after a checkpoint), once the
+   * batches sent before have run and no transaction is open: what `open` takes as a template.
+   */
+  dump(): Promise<Uint8Array<ArrayBuffer>> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#closed) return Promise.reject(new Error('the database is closed'));
+    return new Promise((resolve, reject) => {
+      this.#dumps.push({ resolve, reject });
+      if (this.#outstanding++ === 0) this.#worker.ref();
+      this.#worker.postMessage({ dump: true });
+    });
   }
 
   /** A new connection to the database, for a node-postgres client (`stream` option). */
