@@ -56,9 +56,10 @@ const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
  * keys of a JSON-RPC request and no others (its schema is strict), an integer or string id, and
  * params of a name and, if any, an object of arguments — no `_meta`, no `task`, nothing else. Its
  * answer is then the tool's result in `{ result, jsonrpc, id }`, what the server would send, and
- * the message is answered without one: the SDK's seven zod passes over it and its result (its
- * schema guards, the request parsed twice, the result once), its AbortController and promise
- * chain were a sixth of a tool call's CPU (bench/README.md). Anything else is left to a server.
+ * the message is answered without one. Seven zod passes over it and its result (the exchange's
+ * own parse below, the SDK's three schema guards, the request parsed twice, the result once), an
+ * AbortController and a promise chain: without them a tool call takes a quarter to nearly half
+ * less of the server's CPU (bench/README.md, session 19). Anything else is left to a server.
  */
 export function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {
   if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
