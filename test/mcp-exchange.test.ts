@@ -117,7 +117,8 @@ describe('MCP servers kept between requests', () => {
 
 /**
  * Tools as the API's are run (routes.ts, callTool): `echo` answers its arguments and the exchange's
- * tenant as structured content, `refuse` a tool error; any other name is not a tool.
+ * tenant as structured content, `refuse` a tool error; `fail` rejects, which a runner should not;
+ * any other name is not a tool.
  */
 const runTool: ToolRunner<Context> = (call, { tenant }) => {
   if (call.name === 'echo') {
@@ -127,6 +128,7 @@ const runTool: ToolRunner<Context> = (call, { tenant }) => {
   if (call.name === 'refuse') {
     return Promise.resolve<CallToolResult>({ content: [{ type: 'text', text: '{"error":{}}' }], isError: true });
   }
+  if (call.name === 'fail') return Promise.reject(Object.assign(new Error('boom'), { data: { at: 'fail' } }));
   return undefined;
 };
 
@@ -183,6 +185,7 @@ describe('A plain tool call answered without a server', () => {
       { ...plain, params: { name: 'echo', arguments: null } },
       { ...plain, params: { name: 'echo', arguments: [1] } },
       { ...plain, params: { name: 'nothing' } },
+      { ...plain, params: { name: 'echo', arguments: JSON.parse('{"__proto__": {"x": 1}, "a": 1}') } },
       { ...plain, id: 1.5 },
       { ...plain, extra: true },
       [plain],
@@ -204,14 +207,13 @@ describe('A plain tool call answered without a server', () => {
     const direct = toolServers();
     const viaServer = toolServers();
     const { runner, answered } = counted();
-    // The route refuses a `__proto__` key before any exchange (src/lib/json-body.ts), so none is sent.
-    const key = fc.string({ maxLength: 6 }).filter((k) => k !== '__proto__');
+    const key = fc.oneof(fc.string({ maxLength: 6 }), fc.constant('__proto__'));
     const json = fc.jsonValue({ maxDepth: 2 });
     const args = fc.oneof(fc.dictionary(key, json, { maxKeys: 4 }), fc.constantFrom(undefined, null, [], 'text', 7));
     const params = fc.oneof(
       fc.record(
         {
-          name: fc.constantFrom('echo', 'refuse', 'nothing', 42),
+          name: fc.constantFrom('echo', 'refuse', 'fail', 'nothing', 42),
           arguments: args,
           _meta: fc.constantFrom({}, { progressToken: 'p' }, 5),
           task: fc.constant({ ttl: 1000 }),
@@ -237,7 +239,10 @@ describe('A plain tool call answered without a server', () => {
         id: fc.oneof(fc.integer(), fc.string({ maxLength: 4 })),
         method: fc.constant('tools/call'),
         params: fc.record(
-          { name: fc.constantFrom('echo', 'refuse', 'nothing'), arguments: fc.dictionary(key, json, { maxKeys: 4 }) },
+          {
+            name: fc.constantFrom('echo', 'refuse', 'fail', 'nothing'),
+            arguments: fc.dictionary(key, json, { maxKeys: 4 }),
+          },
           { requiredKeys: ['name'] },
         ),
       },

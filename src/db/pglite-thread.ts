@@ -38,10 +38,10 @@ const describe = (error) => String((error && error.stack) || error);
 import(workerData.module).then(async ({ PGlite }) => {
   let pglite;
   try {
-    // A template's files in place of initdb's (PGliteThread.dump).
-    const options = workerData.template
-      ? { ...workerData.options, loadDataDir: new Blob([workerData.template]) }
-      : workerData.options;
+    // A template's files in place of initdb's (PGliteThread.dump), not kept once read.
+    const template = workerData.template;
+    workerData.template = undefined;
+    const options = template ? { ...workerData.options, loadDataDir: new Blob([template]) } : workerData.options;
     pglite = workerData.dir ? new PGlite(workerData.dir, options) : new PGlite(options);
     await pglite.waitReady;
   } catch (error) {

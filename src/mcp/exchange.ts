@@ -9,6 +9,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
+  ErrorCode,
   isInitializeRequest,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
@@ -54,12 +55,13 @@ const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 /**
  * A message that is certainly a `tools/call` request the SDK's server would take as it is: the
  * keys of a JSON-RPC request and no others (its schema is strict), an integer or string id, and
- * params of a name and, if any, an object of arguments — no `_meta`, no `task`, nothing else. Its
- * answer is then the tool's result in `{ result, jsonrpc, id }`, what the server would send, and
- * the message is answered without one. Seven zod passes over it and its result (the exchange's
- * own parse below, the SDK's three schema guards, the request parsed twice, the result once), an
- * AbortController and a promise chain: without them a tool call takes a quarter to nearly half
- * less of the server's CPU (bench/README.md, session 19). Anything else is left to a server.
+ * params of a name and, if any, an object of arguments (no `__proto__` key among them) — no
+ * `_meta`, no `task`, nothing else. Its answer is then the tool's result in `{ result, jsonrpc,
+ * id }`, what the server would send, and the message is answered without one. Seven zod passes
+ * over it and its result (the exchange's own parse below, the SDK's three schema guards, the
+ * request parsed twice, the result once), an AbortController and a promise chain: without them a
+ * tool call takes a quarter to nearly half less of the server's CPU (bench/README.md, session 19).
+ * Anything else is left to a server.
  */
 export function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {
   if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
@@ -68,8 +70,32 @@ export function plainToolCall(message: unknown): { id: RequestId; params: ToolCa
   for (const key in message) if (!REQUEST_KEYS.has(key)) return undefined;
   if (!isPlainObject(params) || typeof params.name !== 'string') return undefined;
   for (const key in params) if (key !== 'name' && key !== 'arguments') return undefined;
-  if (params.arguments !== undefined && !isPlainObject(params.arguments)) return undefined;
+  const args = params.arguments;
+  // The SDK's copy of the arguments leaves out an own `__proto__` key, which its handler would not
+  // see (the route refuses one before any exchange, src/lib/json-body.ts).
+  if (args !== undefined && (!isPlainObject(args) || Object.hasOwn(args, '__proto__'))) return undefined;
   return { id: id as RequestId, params: params as unknown as ToolCall };
+}
+
+/**
+ * A request's answer, as the SDK's server sends it (Protocol._onrequest, its key order too): the
+ * result, or, should the handler reject (a runner does not), the error it rejected with.
+ */
+async function answerOf(id: RequestId, result: Promise<CallToolResult>): Promise<JSONRPCMessage> {
+  try {
+    return { result: await result, jsonrpc: '2.0', id };
+  } catch (error) {
+    const { code, message, data } = error as { code?: unknown; message?: string; data?: unknown };
+    return {
+      jsonrpc: '2.0',
+      id,
+      error: {
+        code: Number.isSafeInteger(code) ? (code as number) : ErrorCode.InternalError,
+        message: message ?? 'Internal error',
+        ...(data !== undefined && { data }),
+      },
+    };
+  }
 }
 
 /** The SDK transport's refusal of an MCP-Protocol-Version it does not support (not for an initialize). */
@@ -206,8 +232,7 @@ export async function answerExchange<Context>(
     const refused = unsupportedVersion(headers['mcp-protocol-version']);
     if (refused !== undefined) return refused;
     const result = (runTool as ToolRunner<Context>)(call.params, context);
-    // The key order of the SDK's own answer (Protocol._onrequest).
-    if (result !== undefined) return { status: 200, body: { result: await result, jsonrpc: '2.0', id: call.id } };
+    if (result !== undefined) return { status: 200, body: await answerOf(call.id, result) };
   }
   let messages: JSONRPCMessage[];
   try {
