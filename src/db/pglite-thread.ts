@@ -279,7 +279,7 @@ export class PGliteThread {
 
   /**
    * `template`, if given, is a database's files as `dump` answers them: the new database starts as
-   * a copy of that one rather than from initdb (in memory, in a fifth of initdb's time).
+   * a copy of that one rather than from initdb (in memory, in about a third of initdb's time).
    */
   static async open(dir: string | undefined, options: object, template?: Uint8Array): Promise<PGliteThread> {
     return new PGliteThread(await startWorker({ dir, options, ...(template ? { template } : {}) }));
