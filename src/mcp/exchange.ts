@@ -63,7 +63,7 @@ const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
  * tool call takes a quarter to nearly half less of the server's CPU (bench/README.md, session 19).
  * Anything else is left to a server.
  */
-export function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {
+function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {
   if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return undefined;
   const { id, params } = message;
   if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
@@ -227,11 +227,11 @@ export async function answerExchange<Context>(
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return refusal(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
   }
-  const call = runTool === undefined ? undefined : plainToolCall(body);
-  if (call !== undefined) {
+  const call = runTool && plainToolCall(body);
+  if (runTool && call) {
     const refused = unsupportedVersion(headers['mcp-protocol-version']);
     if (refused !== undefined) return refused;
-    const result = (runTool as ToolRunner<Context>)(call.params, context);
+    const result = runTool(call.params, context);
     if (result !== undefined) return { status: 200, body: await answerOf(call.id, result) };
   }
   let messages: JSONRPCMessage[];
