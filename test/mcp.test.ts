@@ -5,8 +5,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fc from 'fast-check';
 import type { KyselyPlugin } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sha256Hex } from '../src/lib/ids.js';
+import { ExchangePool } from '../src/mcp/exchange.js';
 import { bindArguments, buildTools } from '../src/mcp/tools.js';
 import { OPERATIONS } from '../src/operations/index.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from './helpers.js';
@@ -335,15 +336,24 @@ describe('MCP transport rules', () => {
       ['create_app', { name: 'denied' }, readOnly],
       ['no_such_tool', {}],
     ];
-    for (const [id, [name, args, apiKey]] of calls.entries()) {
-      const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
-      const headers = { 'mcp-protocol-version': '2025-03-26' };
-      const alone = await rpc(call, headers, apiKey);
-      const batched = await rpc([call], headers, apiKey);
-      expect(alone.status).toBe(200);
-      expect(batched.status).toBe(200);
-      const [inBatch] = await json(batched);
-      expect(await alone.text(), name).toBe(JSON.stringify(inBatch));
+    // A server is taken from the pool for each exchange a server answers.
+    const taken = vi.spyOn(ExchangePool.prototype, 'take');
+    try {
+      for (const [id, [name, args, apiKey]] of calls.entries()) {
+        const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
+        const headers = { 'mcp-protocol-version': '2025-03-26' };
+        taken.mockClear();
+        const alone = await rpc(call, headers, apiKey);
+        // Only the unknown tool is left to a server (its JSON-RPC error is the server's).
+        expect(taken, name).toHaveBeenCalledTimes(name === 'no_such_tool' ? 1 : 0);
+        const batched = await rpc([call], headers, apiKey);
+        expect(alone.status).toBe(200);
+        expect(batched.status).toBe(200);
+        const [inBatch] = await json(batched);
+        expect(await alone.text(), name).toBe(JSON.stringify(inBatch));
+      }
+    } finally {
+      taken.mockRestore();
     }
   });
 
