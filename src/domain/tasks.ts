@@ -58,6 +58,9 @@ interface TaskRow {
   updated_at: Date;
 }
 
+/** What a comment's event names of its task. */
+type TaskSummary = Pick<TaskRow, 'id' | 'number' | 'title'>;
+
 const TASK_COLUMNS = ['id', 'number', 'title', 'description', 'assignee_id', 'created_at', 'updated_at'] as const;
 
 /** The query for the task a path names (UUID or `TASK-<n>`) in this tenant; `not_found` if `ref` names none. */
@@ -318,7 +321,7 @@ interface NewComment {
 
 /** A comment written, or else its task found but the comment held back for its event (`record` null). */
 interface WrittenComment {
-  task: TaskRow;
+  task: TaskSummary;
   record: TaskCommentRecord | null;
 }
 
@@ -335,8 +338,8 @@ export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxIt
  * notifications of the users mentioned (not the author). With `$2` (unless subscribed) it writes no
  * comment when an enabled endpoint subscribes to `task.comment.created` (as `subscribedEndpoints`
  * finds them, events.ts): the caller then writes each in a transaction with its event. One row per
- * comment whose task was found: the task, whether the comment was written, and the users it names
- * that were found.
+ * comment whose task was found: the task (its id, number and title, all the event names of it),
+ * whether the comment was written, and the users it names that were found.
  *
  * `$1` tenant; `$3`–`$11` one element per comment; `$12`–`$13` the users each names (mentions and
  * author, distinct), `$14`–`$16` its mentions, `$17`–`$19` its notifications, flattened with the
@@ -354,12 +357,12 @@ const WRITE_COMMENTS = `
     select id, name, email from users where tenant_id = $1 and id in (select user_id from named)
   ),
   task as (
-    select i.id as comment_id, t.id, t.number, t.title, t.description, t.assignee_id, t.created_at, t.updated_at
+    select i.id as comment_id, t.id, t.number, t.title
     from input i
     join lateral (
-      select * from tasks where tenant_id = $1 and id = i.task_id
+      select id, number, title from tasks where tenant_id = $1 and id = i.task_id
       union all
-      select * from tasks where tenant_id = $1 and number = i.task_number
+      select id, number, title from tasks where tenant_id = $1 and number = i.task_number
     ) t on true
   ),
   held as (
@@ -396,7 +399,7 @@ const WRITE_COMMENTS = `
     join input i on i.id = x.comment_id
     join task on task.comment_id = x.comment_id
   )
-  select task.*, exists (select from comment where comment.id = task.comment_id) as written,
+  select task.*, task.comment_id in (select id from comment) as written,
     (select coalesce(json_agg(staff), '[]') from staff
       where staff.id in (select user_id from named where named.comment_id = task.comment_id)) as staff
   from task`;
@@ -456,7 +459,7 @@ async function writeComments(
   ];
   const { rows } = await executor.executeQuery(
     CompiledQuery.raw(WRITE_COMMENTS, parameters) as CompiledQuery<
-      TaskRow & { comment_id: string; staff: PersonSummary[]; written: boolean }
+      TaskSummary & { comment_id: string; staff: PersonSummary[]; written: boolean }
     >,
   );
   const found = new Map(rows.map((row) => [row.comment_id, row]));
@@ -472,7 +475,7 @@ async function writeComments(
 /** What one comment of `writeComments` came to, from its row of the statement's answer. */
 function judgeComment(
   { comment, id, createdAt, mentionIds }: { comment: NewComment; id: string; createdAt: Date; mentionIds: string[] },
-  found: (TaskRow & { comment_id: string; staff: PersonSummary[]; written: boolean }) | undefined,
+  found: (TaskSummary & { comment_id: string; staff: PersonSummary[]; written: boolean }) | undefined,
   unlessSubscribed: boolean,
 ): WrittenComment {
   if (found === undefined) throw new NotFoundError('task', comment.ref);
