@@ -1,9 +1,13 @@
-// Work coalesced (src/db/coalesce.ts): an item goes at once while its group has room, and the items
-// that arrive while its statements run wait and go as one statement.
+// Work coalesced (src/db/coalesce.ts): an item goes at once while none of its group's statements
+// runs, at the end of the turn with the turn's others while fewer than maxInFlight run, and the
+// items that arrive while maxInFlight run wait and go as one statement.
 import { describe, expect, it } from 'vitest';
 import { type CoalesceOptions, coalesce, coalescePointReads, type Outcome } from '../src/db/coalesce.js';
 
 type Row = { key: string; group: string };
+
+/** The end of the event loop's turn: after the immediates scheduled before it. */
+const turnEnd = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * A coalescer over an in-memory table per group. Every statement it is asked is recorded, and
@@ -45,32 +49,43 @@ describe('coalesced point reads', () => {
     expect(await read).toEqual({ key: '1', group: 'a' });
   });
 
-  it('sends up to maxInFlight statements of a group at once, and the reads beyond them as one statement when one returns', async () => {
+  it('sends a read at once while none of its group runs, the others of its turn as one statement when the turn ends, and the reads beyond maxInFlight when one returns', async () => {
     const { reads, queries, answer } = reader({ a: ['1', '2', '3', '4'], b: ['1'] }, { maxInFlight: 2 });
-    const answers = Promise.all([
-      reads.read('a', '1'),
-      reads.read('a', '2'),
-      reads.read('a', '3'),
-      reads.read('b', '1'),
-      reads.read('a', 'missing'),
-      reads.read('a', '4'),
-    ]);
-    // Group b has its own room; a's third and later reads wait.
+    const first = [reads.read('a', '1'), reads.read('a', '2'), reads.read('b', '1'), reads.read('a', 'missing')];
+    // Group b has its own room; a's reads after its first wait for the end of the turn.
     expect(queries).toEqual([
       { group: 'a', keys: ['1'] },
-      { group: 'a', keys: ['2'] },
       { group: 'b', keys: ['1'] },
     ]);
+    await turnEnd();
+    expect(queries.slice(2)).toEqual([{ group: 'a', keys: ['2', 'missing'] }]);
+    // Two of a's statements run: the reads after them wait for one to return, whatever the turn.
+    const later = [reads.read('a', '3'), reads.read('a', '4')];
+    await turnEnd();
+    expect(queries).toHaveLength(3);
     answer();
-    expect(await answers).toEqual([
+    expect(await Promise.all([...first, ...later])).toEqual([
       { key: '1', group: 'a' },
       { key: '2', group: 'a' },
-      { key: '3', group: 'a' },
       { key: '1', group: 'b' },
       undefined,
+      { key: '3', group: 'a' },
       { key: '4', group: 'a' },
     ]);
-    expect(queries.slice(3)).toEqual([{ group: 'a', keys: ['3', 'missing', '4'] }]);
+    expect(queries.slice(3)).toEqual([{ group: 'a', keys: ['3', '4'] }]);
+  });
+
+  it('sends the reads held for the end of the turn once, when a statement returns before it ends', async () => {
+    const { reads, queries, answer } = reader({ a: ['1', '2'] }, { maxInFlight: 2 });
+    const one = reads.read('a', '1');
+    const two = reads.read('a', '2');
+    answer();
+    expect(await one).toEqual({ key: '1', group: 'a' });
+    // The first statement's end sent the held read, before the turn ended.
+    expect(queries.map((query) => query.keys)).toEqual([['1'], ['2']]);
+    await turnEnd();
+    expect(await two).toEqual({ key: '2', group: 'a' });
+    expect(queries.map((query) => query.keys)).toEqual([['1'], ['2']]);
   });
 
   it('asks a key read twice while it waits once, and answers both reads', async () => {

@@ -1,9 +1,11 @@
 // Work coalesced while the database is busy with it. An item (a point read, a comment to write) is
-// sent at once, in a statement of its own, when fewer than `maxInFlight` statements of its group
-// are running; otherwise it waits, with the other items of that group that arrive meanwhile, and
-// they go as one statement for all of them when a running one returns. A lone item waits for
-// nothing; under load, the items that pile up behind a running statement share one round trip, one
-// statement execution, one commit and one pooled connection, where each would have taken its own.
+// sent at once, in a statement of its own, when none of its group's statements runs; when some run
+// but fewer than `maxInFlight`, it goes at the end of the event loop's turn, in one statement with
+// the items of its group that arrive in that turn; otherwise it waits, with the other items of that
+// group that arrive meanwhile, and they go as one statement for all of them when a running one
+// returns. A lone item waits for nothing; under load, the items that pile up behind a running
+// statement share one round trip, one statement execution, one commit and one pooled connection,
+// where each would have taken its own.
 // On the row read and the comment write this is most of the database's work and of the driver's
 // (bench/README.md).
 //
@@ -12,9 +14,9 @@
 // of which sees the error as it would have seen its own statement's, unless the caller's statement
 // settles its items one by one (`Outcome`).
 //
-// Written here rather than taken from `dataloader`, which batches by turn of the event loop: it
-// would hold a lone item until the turn ends, and send a turn's items as one statement even when
-// the database is idle and could run them side by side.
+// Written here rather than taken from `dataloader`, which batches every item by turn of the event
+// loop: it would hold a lone item until the turn ends even when the database is idle, and never
+// wait for a running statement to gather the items behind it.
 
 import { CompiledQuery, type QueryResult } from 'kysely';
 
@@ -121,7 +123,21 @@ export function coalesce<Item, Result>(
           groups.set(name, group);
         }
         if (group.running < options.maxInFlight && group.waiting.length === 0) {
-          void send(name, group, { entries: [entry] });
+          if (group.running === 0) {
+            void send(name, group, { entries: [entry] });
+            return;
+          }
+          // A statement runs already: the items that arrive in this turn of the event loop (under
+          // load, the requests its answers let go, read off their sockets together) share the next
+          // one, rather than the first of them going alone and the rest waiting behind it.
+          const batch: Batch<Item, Result> = { entries: [entry] };
+          group.waiting.push(batch);
+          setImmediate(() => {
+            // Sent already if a statement ended meanwhile (send's finally takes the first waiting).
+            if (group.waiting[0] !== batch || group.running >= options.maxInFlight) return;
+            group.waiting.shift();
+            void send(name, group, batch);
+          });
           return;
         }
         const last = group.waiting.at(-1);

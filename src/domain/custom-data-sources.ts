@@ -145,7 +145,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Row reads coalesced (db/coalesce.ts): two statements of a table at once (of the pool's 10 on
- * PostgreSQL, 4 on PGlite), and the reads beyond them wait, 32 to a statement at most.
+ * PostgreSQL, 4 on PGlite), the second with the reads of one turn of the event loop, and the reads
+ * beyond them wait, 32 to a statement at most.
  */
 export const ROW_READ_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32 };
 
