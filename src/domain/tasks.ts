@@ -328,8 +328,8 @@ interface WrittenComment {
 /**
  * Comment writes coalesced (db/coalesce.ts), per tenant: two statements at once (of the pool's 10
  * on PostgreSQL, 4 on PGlite), the second with the writes of one turn of the event loop, and the
- * writes beyond them wait, 32 to a statement at most; a
- * statement held up (waiting on a row lock) holds up the writes behind it 100 ms at most.
+ * writes beyond them wait, 32 to a statement at most; a statement held up (waiting on a row lock)
+ * holds up the writes behind it 100 ms at most.
  */
 export const COMMENT_WRITE_COALESCING: CoalesceOptions = { maxInFlight: 2, maxItems: 32, maxWaitMs: 100 };
 
