@@ -498,33 +498,55 @@ describe('MCP transport rules', () => {
     expect(text).not.toMatch(/^data:/m);
   });
 
-  it('a stream whose key is revoked ends at a heartbeat after it, saying why', async () => {
-    const { tenantId } = await t.tenant();
-    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    const created = await t.call({
-      method: 'POST',
-      url: `/admin/v1/tenants/${tenantId}/api-keys`,
-      headers: admin,
-      body: { name: 'stream', scopes: ['apps:read'] },
-    });
-    const r = await fetch(`${base}/api/v1/mcp`, {
-      headers: { 'x-api-key': created.body.secret, accept: 'text/event-stream' },
-    });
-    expect(r.status).toBe(200);
-    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
-    let text = '';
-    while (!text.includes(': heartbeat')) text += new TextDecoder().decode((await reader.read()).value);
-    expect(
-      (await t.call({ method: 'POST', url: `/admin/v1/api-keys/${created.body.id}/revoke`, headers: admin })).status,
-    ).toBe(200);
-    const started = Date.now();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
+  it('a stream whose key is revoked or locked ends within about a second, between heartbeats, saying why', async () => {
+    // Heartbeats a minute apart: the stream's key is judged on a clock of its own, not at a beat.
+    const slow = await startTestApp({ SSE_HEARTBEAT_MS: '60000' });
+    try {
+      await slow.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = slow.app.server.address();
+      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/v1/mcp`;
+      const { tenantId } = await slow.tenant();
+      const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+      for (const action of ['revoke', 'lock'] as const) {
+        const created = await slow.call({
+          method: 'POST',
+          url: `/admin/v1/tenants/${tenantId}/api-keys`,
+          headers: admin,
+          body: { name: `stream ${action}`, scopes: ['apps:read'] },
+        });
+        // Two streams of the key, judged as one.
+        const readers = await Promise.all(
+          [0, 1].map(async () => {
+            const r = await fetch(url, { headers: { 'x-api-key': created.body.secret, accept: 'text/event-stream' } });
+            expect(r.status).toBe(200);
+            const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+            let text = '';
+            while (!text.includes(': connected')) text += new TextDecoder().decode((await reader.read()).value);
+            return { reader, text };
+          }),
+        );
+        const changed = await slow.call({
+          method: 'POST',
+          url: `/admin/v1/api-keys/${created.body.id}/${action}`,
+          headers: admin,
+        });
+        expect(changed.status).toBe(200);
+        const started = Date.now();
+        for (const stream of readers) {
+          for (;;) {
+            const { value, done } = await stream.reader.read();
+            if (done) break;
+            stream.text += new TextDecoder().decode(value);
+          }
+          expect(stream.text).not.toContain(': heartbeat');
+          expect(stream.text).toMatch(/: closed: the API key is no longer valid\n\n$/);
+        }
+        // Within the key cache's second and one judging tick; the bound leaves room for a busy machine.
+        expect(Date.now() - started).toBeLessThan(3000);
+      }
+    } finally {
+      await slow.close();
     }
-    expect(Date.now() - started).toBeLessThan(5000);
-    expect(text).toMatch(/: closed: the API key is no longer valid\n\n$/);
   });
 
   it('GET without a key answers 401', async () => {

@@ -1026,7 +1026,7 @@ export interface paths {
         };
         /**
          * MCP server-to-client stream (SSE)
-         * @description Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (15000 ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id. A workspace holds at most 20 open on one server (MCP_MAX_STREAMS_PER_TENANT); one more answers 429 concurrency_limit_exceeded.
+         * @description Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (15000 ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id. A workspace holds at most 20 open on one server (MCP_MAX_STREAMS_PER_TENANT); one more answers 429 concurrency_limit_exceeded. A stream whose API key is revoked, locked or expires ends within a second, with a comment saying so.
          */
         get: operations["mcpStream"];
         put?: never;

@@ -20,7 +20,7 @@ import type { Config } from '../config.js';
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import { type AuthContext, type Authenticator, isOwnHost } from '../http/auth.js';
+import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS } from '../http/auth.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
 import { openEventStream } from '../http/negotiation.js';
@@ -34,8 +34,22 @@ import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './too
 const PATH = '/api/v1/mcp';
 /** `Retry-After` of a stream refused at the tenant's limit: streams end when their clients go. */
 const STREAM_RETRY_AFTER_S = 5;
+/**
+ * How often the keys of open event streams are judged again. With the key cache's TTL, the stream
+ * of a key revoked, locked or expired ends within a second on every instance, as a request with the
+ * key is refused within a second.
+ */
+const STREAM_JUDGE_MS = 1000 - KEY_CACHE_TTL_MS;
 /** MCP servers kept idle for the next requests at most (exchange.ts, ExchangePool). */
 const MAX_IDLE_SERVERS = 64;
+
+/** The open event streams of one key (and Host), judged again together. */
+interface StreamsOfKey {
+  apiKey: string;
+  host: string | undefined;
+  streams: Set<ServerResponse>;
+  judging: boolean;
+}
 
 /** What an MCP server's handlers are given of the request they serve. */
 interface ExchangeContext {
@@ -175,10 +189,55 @@ export function registerMcpRoutes(
   const streams = new Set<ServerResponse>();
   /** Open event streams per tenant, on this process. */
   const streamsOf = new Map<string, number>();
+  /**
+   * Open event streams by the key and Host they were opened with. Every STREAM_JUDGE_MS each key
+   * is judged again, once for all its streams, while any stream is open; a stream of a key no
+   * longer valid ends. A database that does not answer ends none, and a key has one judgement
+   * under way at most (a slow database is asked once, not per tick). The judgement is no use of
+   * the key: `last_used_at` is not moved by an open stream.
+   */
+  const streamsByKey = new Map<string, StreamsOfKey>();
+  let judgeTimer: NodeJS.Timeout | undefined;
+  async function judgeKey(group: StreamsOfKey): Promise<void> {
+    if (group.judging) return;
+    group.judging = true;
+    try {
+      await deps.authenticator.authenticate(group.apiKey, group.host, { touch: false });
+    } catch (error) {
+      if (!(error instanceof DomainError)) return;
+      for (const raw of group.streams) {
+        if (!raw.writableEnded && !raw.destroyed) raw.end(': closed: the API key is no longer valid\n\n');
+      }
+    } finally {
+      group.judging = false;
+    }
+  }
+  function watchKey(raw: ServerResponse, apiKey: string, host: string | undefined): () => void {
+    const id = `${host ?? ''}\n${apiKey}`;
+    let group = streamsByKey.get(id);
+    if (!group) {
+      group = { apiKey, host, streams: new Set(), judging: false };
+      streamsByKey.set(id, group);
+    }
+    group.streams.add(raw);
+    judgeTimer ??= setInterval(() => {
+      for (const each of streamsByKey.values()) void judgeKey(each);
+    }, STREAM_JUDGE_MS).unref();
+    const watched = group;
+    return () => {
+      watched.streams.delete(raw);
+      if (watched.streams.size === 0) streamsByKey.delete(id);
+      if (streamsByKey.size === 0 && judgeTimer) {
+        clearInterval(judgeTimer);
+        judgeTimer = undefined;
+      }
+    };
+  }
 
   app.addHook('preClose', async () => {
     for (const stream of streams) stream.end();
     streams.clear();
+    clearInterval(judgeTimer);
   });
 
   /**
@@ -356,7 +415,7 @@ export function registerMcpRoutes(
           tags: ['MCP'],
           operationId: 'mcpStream',
           summary: 'MCP server-to-client stream (SSE)',
-          description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id. A workspace holds at most ${config.mcpMaxStreamsPerTenant} open on one server (MCP_MAX_STREAMS_PER_TENANT); one more answers 429 concurrency_limit_exceeded.`,
+          description: `Server-Sent Events for server-initiated messages: a heartbeat comment every SSE_HEARTBEAT_MS (${config.sseHeartbeatMs} ms here) and, as yet, no other messages. Works with or without an Mcp-Session-Id. A workspace holds at most ${config.mcpMaxStreamsPerTenant} open on one server (MCP_MAX_STREAMS_PER_TENANT); one more answers 429 concurrency_limit_exceeded. A stream whose API key is revoked, locked or expires ends within a second, with a comment saying so.`,
           security: [{ ScopedAPIKeyAuth: [] }],
           response: GET_RESPONSES,
         },
@@ -383,32 +442,11 @@ export function registerMcpRoutes(
         }
         streamsOf.set(tenantId, open + 1);
         raw.write(': connected\n\n');
-        // The key is judged again at each heartbeat (a second's cache, as for requests): a stream
-        // of a key revoked, locked or expired since ends. A database that does not answer ends none
-        // and holds back no heartbeat: the heartbeat is written first, the judgement follows, and a
-        // stream has one judgement under way at most (a slow database is asked once, not per beat).
-        // The judgement is no use of the key: last_used_at is not moved by an open stream.
-        const apiKey = request.headers['x-api-key'];
-        const host = request.headers.host;
-        let judging = false;
-        const judge = async () => {
-          if (judging) return;
-          judging = true;
-          try {
-            await deps.authenticator.authenticate(apiKey, host, { touch: false });
-          } catch (error) {
-            if (error instanceof DomainError && !raw.writableEnded && !raw.destroyed) {
-              raw.end(': closed: the API key is no longer valid\n\n');
-            }
-            // Anything else (the database does not answer) ends nothing.
-          } finally {
-            judging = false;
-          }
-        };
+        // A string: the request was authenticated with it.
+        const unwatch = watchKey(raw, request.headers['x-api-key'] as string, request.headers.host);
         const timer = setInterval(() => {
           if (raw.writableEnded || raw.destroyed) return;
           raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
-          void judge();
         }, config.sseHeartbeatMs);
         streams.add(raw);
         let ended = false;
@@ -416,6 +454,7 @@ export function registerMcpRoutes(
           if (ended) return;
           ended = true;
           clearInterval(timer);
+          unwatch();
           streams.delete(raw);
           const left = (streamsOf.get(tenantId) ?? 1) - 1;
           if (left === 0) streamsOf.delete(tenantId);
