@@ -1,6 +1,9 @@
 // Several instances (issue 10): two server processes on one PostgreSQL and one Redis share the
-// per-IP rate limit, the MCP slots and the job queue (no job runs twice).
+// per-IP rate limit, the MCP slots and the job queue (no job runs twice), and a key revoked or
+// locked on one is refused on the other within a second.
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
@@ -24,6 +27,8 @@ describe.runIf(enabled)('two instances on one PostgreSQL and Redis', () => {
       MCP_MAX_CONCURRENT: '1',
       MCP_SLOT_WAIT_MS: '300',
       JOB_POLL_MS: '50',
+      // The job test's website is on 127.0.0.1.
+      ALLOW_PRIVATE_TARGETS: 'true',
     };
     one = await startServerProcess(env);
     two = await startServerProcess(env);
@@ -72,37 +77,119 @@ describe.runIf(enabled)('two instances on one PostgreSQL and Redis', () => {
     }
   });
 
-  it('share the job queue: every job runs once, whichever instance claims it', async () => {
-    const sources: string[] = [];
-    for (let i = 0; i < 8; i++) {
-      const base = i % 2 === 0 ? one.url : two.url;
-      const source = await api(base, 'POST', '/api/v1/sources', {
-        key,
-        body: { name: `s${i}`, source_type: 'manual' },
-      });
-      expect(source.status).toBe(201);
-      sources.push(source.body.id);
-      expect((await api(base, 'POST', `/api/v1/sources/${source.body.id}/sync`, { key })).status).toBe(202);
-    }
-    const deadline = Date.now() + 30_000;
-    for (const id of sources) {
-      for (;;) {
-        const source = await api(one.url, 'GET', `/api/v1/sources/${id}`, { key });
-        if (source.body.sync_status === 'synced') break;
-        expect(source.body.sync_status).not.toBe('failed');
-        if (Date.now() > deadline) throw new Error(`source ${id} not synced: ${JSON.stringify(source.body)}`);
-        await new Promise((r) => setTimeout(r, 100));
+  it('share the job queue: both instances claim jobs, and every job runs once', async () => {
+    // A website whose robots.txt, the first thing each crawl asks for, is held until released:
+    // each instance runs at most two jobs at once (the default lane), so more than two crawls held
+    // at once means both instances claimed. Each crawl asks once, so the count of asks is the count
+    // of runs.
+    let held: (() => void)[] = [];
+    let releasing = false;
+    let asks = 0;
+    const site = http.createServer((request, response) => {
+      if (request.url === '/robots.txt') {
+        asks++;
+        const answer = () => response.writeHead(404).end();
+        if (releasing) answer();
+        else held.push(answer);
+        return;
       }
+      if (request.url?.startsWith('/page-')) {
+        response.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body><p>${request.url}</p></body></html>`);
+        return;
+      }
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    try {
+      const sources: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const base = i % 2 === 0 ? one.url : two.url;
+        const source = await api(base, 'POST', '/api/v1/sources', {
+          key,
+          body: { name: `s${i}`, source_type: 'website', domain: `${origin}/page-${i}` },
+        });
+        expect(source.status).toBe(201);
+        sources.push(source.body.id);
+        expect((await api(base, 'POST', `/api/v1/sources/${source.body.id}/sync`, { key })).status).toBe(202);
+      }
+      for (let waited = 0; held.length < 3; waited += 50) {
+        if (waited > 30_000) throw new Error(`only ${held.length} crawls held at once after 30 s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      releasing = true;
+      for (const answer of held) answer();
+      held = [];
+      const deadline = Date.now() + 30_000;
+      for (const id of sources) {
+        for (;;) {
+          const source = await api(one.url, 'GET', `/api/v1/sources/${id}`, { key });
+          if (source.body.sync_status === 'synced') break;
+          expect(source.body.sync_status).not.toBe('failed');
+          if (Date.now() > deadline) throw new Error(`source ${id} not synced: ${JSON.stringify(source.body)}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      expect(asks).toBe(sources.length);
+    } finally {
+      releasing = true;
+      for (const answer of held) answer();
+      await new Promise<void>((resolve) => site.close(() => resolve()));
     }
     const client = new pg.Client({ connectionString: database.url });
     await client.connect();
     try {
       const { rows } = await client.query("select status, attempts from jobs where tenant_id = 'multi'");
-      expect(rows.length).toBeGreaterThanOrEqual(sources.length);
+      expect(rows.length).toBeGreaterThanOrEqual(8);
       for (const row of rows) expect(row).toEqual({ status: 'succeeded', attempts: 1 });
     } finally {
       await client.end();
     }
+  });
+
+  it('a key revoked or locked on one instance is refused on the other within a second, its event streams ended', async () => {
+    const second = () => new Promise((r) => setTimeout(r, 1000));
+    const newKey = async () =>
+      (
+        await api(one.url, 'POST', '/admin/v1/tenants/multi/api-keys', {
+          body: { name: 'short-lived', scopes: ALL_SCOPES },
+        })
+      ).body as { id: string; secret: string };
+
+    // Revoked on one: refused on two, whose cache had just judged it.
+    const revoked = await newKey();
+    expect((await api(two.url, 'GET', '/api/v1/apps', { key: revoked.secret })).status).toBe(200);
+    const stream = await fetch(`${two.url}/api/v1/mcp`, {
+      headers: { 'x-api-key': revoked.secret, accept: 'text/event-stream' },
+    });
+    expect(stream.status).toBe(200);
+    const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    while (!text.includes(': connected')) text += new TextDecoder().decode((await reader.read()).value);
+    expect((await api(one.url, 'POST', `/admin/v1/api-keys/${revoked.id}/revoke`)).status).toBe(200);
+    const revokedAt = Date.now();
+    await second();
+    const refused = await api(two.url, 'GET', '/api/v1/apps', { key: revoked.secret });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('invalid_api_key');
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toMatch(/: closed: the API key is no longer valid\n\n$/);
+    // Within the second and a judging tick; the bound leaves room for a busy machine.
+    expect(Date.now() - revokedAt).toBeLessThan(3000);
+
+    // Locked on two: refused on one; unlocked on two: let through on one again.
+    const locked = await newKey();
+    expect((await api(one.url, 'GET', '/api/v1/apps', { key: locked.secret })).status).toBe(200);
+    expect((await api(two.url, 'POST', `/admin/v1/api-keys/${locked.id}/lock`)).status).toBe(200);
+    await second();
+    expect((await api(one.url, 'GET', '/api/v1/apps', { key: locked.secret })).status).toBe(401);
+    expect((await api(two.url, 'POST', `/admin/v1/api-keys/${locked.id}/unlock`)).status).toBe(200);
+    await second();
+    expect((await api(one.url, 'GET', '/api/v1/apps', { key: locked.secret })).status).toBe(200);
   });
 
   it('share the per-IP rate limit', async () => {
