@@ -243,6 +243,7 @@ async function api(base: string, method: string, p: string, body: unknown, heade
  */
 async function dbCeiling(name: string, query: (externalId: string) => Promise<unknown>): Promise<Line> {
   const latencies: number[] = [];
+  resetPeak(process.pid);
   const end = Date.now() + SECONDS * 1000;
   const { result, cpu } = await measured(process.pid, async () => {
     let count = 0;
@@ -265,7 +266,8 @@ async function dbCeiling(name: string, query: (externalId: string) => Promise<un
     rps: Math.round(result.count / SECONDS),
     p50: at(0.5),
     p99: at(0.99),
-    rssMb: null,
+    // The loop's process: this one (on PGlite, the database too).
+    rssMb: peakRssMb(process.pid),
     errors: 0,
     // The client side of the loop is this process: its time is the "server" column here.
     cpu: { server: cpu.loadgen, main: cpu.main, db: cpu.db, loadgen: null },
