@@ -17,6 +17,7 @@ import type { Authenticator } from '../http/auth.js';
 import { ERROR_CATALOGUE } from '../http/errors.js';
 import { hookList } from '../http/hooks.js';
 import { sameDigest, sha256Hex } from '../lib/ids.js';
+import { refuseBody } from '../operations/registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../operations/schemas.js';
 
 const Tenant = Type.Object(
@@ -300,6 +301,8 @@ export function registerAdminRoutes(
             params: KeyParams,
             response: responses({ 200: ApiKey }, 'not_found', 'conflict'),
           },
+          // No body: one sent (an array, `true`, a field) is refused rather than ignored, as over the API.
+          preValidation: refuseBody,
         },
         async (request) => {
           const key = await tenants.changeApiKeyState((request.params as { key_id: string }).key_id, action);

@@ -18,8 +18,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 
 export interface BodyDeadlineOptions {
   timeoutMs: number;
-  /** Answers a request whose body did not arrive in time on its socket, and closes it. */
-  refuse(error: Error & { code: string }, socket: Socket): void;
+  /** Answers a request whose body did not arrive in time on its socket (with its id), and closes it. */
+  refuse(error: Error & { code: string }, socket: Socket, requestId: string): void;
 }
 
 /**
@@ -65,7 +65,10 @@ export function registerBodyDeadline(app: FastifyInstance, options: BodyDeadline
     const socket = raw.socket;
     // Answered already (a 401 before the body was read): the connection is only closed.
     if (reply.raw.headersSent) socket.destroy();
-    else options.refuse(Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
+    else {
+      const timeout = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+      options.refuse(timeout, socket, String(reply.request.id));
+    }
   };
 
   const sweep = setInterval(

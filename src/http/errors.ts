@@ -1,6 +1,7 @@
 // The one place errors become HTTP answers (spec: Errors; DESIGN.md §4). Every error body is
 // `{error: {type, code, message, param?, doc_url, event_id?}}`; the status and type come from the
 // code's entry in the catalogue, never from message text.
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
@@ -224,9 +225,11 @@ function fromFastify(error: FastifyError): { code: ErrorCode; message: string } 
  * limit, a request that does not arrive in time) never reach Fastify's routes or error handler;
  * this answers them in the spec's error shape too, then closes the connection. Their Host is not
  * known, so `doc_url` uses PUBLIC_URL or `http://localhost`, as `publicOrigin` falls back to.
+ * They carry an X-Request-Id as every answer does (the document says so): the request's id when
+ * it has one (a body past its deadline, src/http/body-deadline.ts), else a new UUID.
  */
 export function clientErrorHandler(publicUrl: string | undefined) {
-  return (error: Error & { code?: string }, socket: Duplex): void => {
+  return (error: Error & { code?: string }, socket: Duplex, requestId: string = randomUUID()): void => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     const [code, message]: [ErrorCode, string] =
       error.code === 'HPE_HEADER_OVERFLOW'
@@ -239,7 +242,7 @@ export function clientErrorHandler(publicUrl: string | undefined) {
     if (socket.writable) {
       socket.write(
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+          `X-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
       );
     }
     socket.destroy(error);

@@ -144,8 +144,9 @@ async function emptyBodyAsObject(request: FastifyRequest) {
 /**
  * An operation that takes no body takes none, or `{}` (which some clients send with every POST);
  * anything else would be silently ignored, so it is refused as an unknown field or a non-object.
+ * The control plane's bodiless POSTs use it too (src/admin/routes.ts).
  */
-async function refuseBody(request: FastifyRequest) {
+export async function refuseBody(request: FastifyRequest) {
   const body = request.body;
   if (body === undefined) return;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
