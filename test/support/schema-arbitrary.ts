@@ -31,10 +31,13 @@ function stringArbitrary(schema: JsonSchema): fc.Arbitrary<string> {
       .stringMatching(new RegExp(schema.pattern))
       .filter((s) => s.length >= min && s.length <= (schema.maxLength ?? 1e9));
   }
-  return fc.oneof(
-    fc.string({ minLength: min, maxLength: Math.max(min, max) }),
-    fc.constantFrom(...UNICODE_SAMPLES).filter((s) => s.length >= min && s.length <= (schema.maxLength ?? 1e9)),
+  // Each sample repeated up to the minimum length; chosen from those that fit, not filtered after
+  // the draw: a filter no draw can pass (a 12-character minimum) would never return.
+  const unicode = UNICODE_SAMPLES.map((sample) => sample.repeat(Math.max(1, Math.ceil(min / sample.length)))).filter(
+    (sample) => sample.length <= (schema.maxLength ?? 1e9),
   );
+  const plain = fc.string({ minLength: min, maxLength: Math.max(min, max) });
+  return unicode.length > 0 ? fc.oneof(plain, fc.constantFrom(...unicode)) : plain;
 }
 
 export function arbitraryFor(schema: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
