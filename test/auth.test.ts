@@ -424,4 +424,33 @@ describe('control plane', () => {
       'not_found',
     );
   });
+
+  it('revoke, lock and unlock take no body: one sent is refused and the key is left as it was', async () => {
+    const { tenantId } = await t.tenant();
+    const created = await t.call({
+      method: 'POST',
+      url: `/admin/v1/tenants/${tenantId}/api-keys`,
+      headers: admin,
+      body: { name: 'kept', scopes: ['apps:read'] },
+    });
+    for (const action of ['revoke', 'lock', 'unlock']) {
+      const url = `/admin/v1/api-keys/${created.body.id}/${action}`;
+      expectError(await t.call({ method: 'POST', url, headers: admin, body: [] }), 400, 'bad_request');
+      expectError(
+        await t.call({ method: 'POST', url, headers: admin, body: { reason: 'leaked' } }),
+        422,
+        'validation_error',
+        'reason',
+      );
+    }
+    expect((await t.call({ url: '/api/v1/apps', key: created.body.secret })).status).toBe(200);
+    // `{}`, which some clients send with every POST, is no body.
+    const revoked = await t.call({
+      method: 'POST',
+      url: `/admin/v1/api-keys/${created.body.id}/revoke`,
+      headers: admin,
+      body: {},
+    });
+    expect(revoked.body).toMatchObject({ status: 'revoked' });
+  });
 });
