@@ -14,6 +14,11 @@
 // their request and answer) is always printed, and any failure fails the test. FUZZ_LOG=1 prints
 // each request as it is answered; FUZZ_ONLY=<regular expression> fuzzes only the operations whose
 // `METHOD /path` it matches.
+//
+// The fuzz tenant holds one of every resource a path parameter can name (test/support/seed.ts),
+// so that valid requests on id-bearing operations mostly reach a real resource and their success
+// bodies are checked too; deletions are sent last, so that the other requests find what they
+// name. The summary says how many 2xx answers those operations got.
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -27,8 +32,10 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolName } from '../src/operations/registry.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from './helpers.js';
 import { arbitraryFor, type JsonSchema, wrongTypeFor } from './support/schema-arbitrary.js';
+import { paramValue, type Seeded, seedTenants } from './support/seed.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3);
@@ -44,13 +51,15 @@ const MCP_PATH = '/api/v1/mcp';
 const MCP_ACCEPT = 'application/json, text/event-stream';
 
 /**
- * Real values for path parameters and tool arguments, by name (`app_id`: ids of apps that
- * exist). A valid request takes one of them, when there are any, rather than a generated value,
- * and so reaches past "not found". Empty for now; a seeding module fills it in `beforeAll`
- * (`Object.assign(pathValues, …)`).
- * (`key_id` is best left out: the fuzzer would revoke and lock the keys it sends.)
+ * The real value of parameter `name` (in the path or the query) of the operation at `path`, and of
+ * the tool argument of that name: the fuzz tenant's own resources, seeded in `beforeAll`, and its
+ * id on the control plane. By path too, as one name can mean another resource on another path (a
+ * custom data source by slug or by id). None for `key_id`: the fuzzer would revoke and lock the
+ * keys it sends. A valid request takes it most of the time, and so reaches past "not found".
  */
-const pathValues: Record<string, string[]> = {};
+let pathValues: (path: string, name: string) => string | undefined = () => undefined;
+/** One value in this many is generated rather than real: ids that name nothing, too. */
+const GENERATED_ONE_IN = 5;
 
 /** Where an operation lives, for credentials and the summary. */
 type Area = 'api' | 'admin' | 'mcp';
@@ -107,15 +116,25 @@ const NARROW_SCOPE = 'analytics:read';
 let doc: any;
 /** The MCP tools, as tools/list shows them to a key with every scope. */
 let tools: Map<string, { name: string; inputSchema: JsonSchema; outputSchema?: JsonSchema }>;
+/** The operation each tool runs, by tool name. */
+let toolOps: Map<string, Op>;
 const agent = new http.Agent({ keepAlive: true });
 
 beforeAll(async () => {
   t = await startTestApp({ BODY_LIMIT_BYTES: String(BODY_LIMIT) });
   await t.app.listen({ host: '127.0.0.1', port: 0 });
   port = (t.app.server.address() as AddressInfo).port;
-  ({ key } = await t.tenant());
+  const fuzzTenant = await t.tenant();
+  key = fuzzTenant.key;
   ({ key: otherKey } = await t.tenant());
   ({ key: narrowKey } = await t.tenant([NARROW_SCOPE]));
+  // Seeding runs the jobs it needs, then leaves webhook deliveries queued: no job runs afterwards.
+  const seeded = (await seedTenants(t, [{ key, label: 'fuzz' }]))[0] as Seeded;
+  pathValues = (path, name) => {
+    if (name === 'key_id') return undefined;
+    if (name === 'tenant_id') return fuzzTenant.tenantId;
+    return paramValue(seeded, path, name);
+  };
   doc = JSON.parse((await request('GET', '/api/v1/openapi.json')).text);
   const listed = await request(
     'POST',
@@ -124,6 +143,7 @@ beforeAll(async () => {
     JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
   );
   tools = new Map(JSON.parse(listed.text).result.tools.map((tool: { name: string }) => [tool.name, tool]));
+  toolOps = new Map(operations().map((op) => [toolName(String(op.spec.operationId)), op]));
 });
 afterAll(async () => {
   agent.destroy();
@@ -206,11 +226,13 @@ function documentedResponse(responses: any, status: number): any {
   return typeof response?.$ref === 'string' ? doc.components.responses[response.$ref.split('/').pop()] : response;
 }
 
-/** A real value for the parameter when there are some (`pathValues`), else one generated from its schema. */
-function valueFor(name: string, schema: JsonSchema, salt: number): unknown {
-  const real = pathValues[name];
-  return real && real.length > 0 ? pick(real, salt) : sample(arbitraryFor(schema), salt + name.length);
-}
+/** The parameter's real value (`pathValues`), when there is one, but for one time in GENERATED_ONE_IN. */
+const realValue = (path: string, name: string, salt: number): string | undefined =>
+  sample(fc.nat(GENERATED_ONE_IN - 1), salt + name.length) === 0 ? undefined : pathValues(path, name);
+
+/** A real value for the parameter most of the time (`pathValues`), else one generated from its schema. */
+const valueFor = (op: Op, name: string, schema: JsonSchema, salt: number): unknown =>
+  realValue(op.path, name, salt) ?? sample(arbitraryFor(schema), salt + name.length);
 
 /** Path values as they go in a URL: encoded, unless `raw` (bytes the router must refuse itself). */
 function buildUrl(op: Op, path: Record<string, unknown>, query: Record<string, unknown>, raw = false): string {
@@ -319,10 +341,10 @@ function restVariants(op: Op, salt: number, run: number): Variant[] {
   const querySchemas = paramSchemas(op, 'query');
   const headerSchemas = paramSchemas(op, 'header');
   const path: Record<string, unknown> = {};
-  for (const [name, schema] of Object.entries(pathSchemas)) path[name] = valueFor(name, schema, salt);
+  for (const [name, schema] of Object.entries(pathSchemas)) path[name] = valueFor(op, name, schema, salt);
   const query: Record<string, unknown> = {};
   for (const [name, schema] of Object.entries(querySchemas)) {
-    if (schema.required || sample(fc.boolean(), salt + 7)) query[name] = valueFor(name, schema, salt * 3);
+    if (schema.required || sample(fc.boolean(), salt + 7)) query[name] = valueFor(op, name, schema, salt * 3);
   }
   delete query.cursor; // cursors are opaque: only the API issues them
   const url = buildUrl(op, path, query);
@@ -447,15 +469,22 @@ const rpcRequest = (method: string, params?: fc.Arbitrary<unknown>) =>
     ...(params ? { params } : {}),
   });
 
-/** Tool arguments from the tool's input schema, with real ids where there are some (`pathValues`). */
+/**
+ * Tool arguments from the tool's input schema; those that are parameters of its operation take
+ * real values as over REST (`pathValues`), but not a deleting tool's: REST's deletions take the
+ * seeded resources, after every other request (the run, below).
+ */
 function toolArguments(name: string): fc.Arbitrary<unknown> {
   const tool = tools.get(name);
-  return arbitraryFor(tool?.inputSchema ?? { type: 'object' }).map((args) => {
-    if (typeof args !== 'object' || args === null) return args;
-    const real = Object.fromEntries(
-      Object.keys(args).flatMap((k) => (pathValues[k]?.length ? [[k, pick(pathValues[k] ?? [], k.length)]] : [])),
-    );
-    return { ...args, ...real };
+  const op = toolOps.get(name);
+  const parameters = op && op.method !== 'DELETE' ? { ...paramSchemas(op, 'path'), ...paramSchemas(op, 'query') } : {};
+  return fc.tuple(arbitraryFor(tool?.inputSchema ?? { type: 'object' }), fc.nat()).map(([args, salt]) => {
+    if (typeof args !== 'object' || args === null || !op) return args;
+    const real = Object.keys(args).flatMap((k) => {
+      const value = k in parameters ? realValue(op.path, k, salt) : undefined;
+      return value === undefined ? [] : [[k, value]];
+    });
+    return { ...args, ...Object.fromEntries(real) };
   });
 }
 
@@ -848,7 +877,11 @@ interface Tally {
   failures: string[];
   /** Failures by what is wrong (its start), to see at a glance which rule fails where. */
   problems: Map<string, number>;
+  /** 2xx answers of operations with path parameters, by `METHOD path`: real resources reached. */
+  idBearing2xx: Map<string, number>;
 }
+
+const idBearing = (op: Op) => Object.keys(paramSchemas(op, 'path')).length > 0;
 
 async function fuzz(sent: Sent, tally: Tally): Promise<void> {
   const { op, variant } = sent;
@@ -875,6 +908,10 @@ async function fuzz(sent: Sent, tally: Tally): Promise<void> {
   }
   const statusKey = `${answer.status} ${mediaType(answer.headers) || '-'}`;
   tally.statuses.set(statusKey, (tally.statuses.get(statusKey) ?? 0) + 1);
+  if (answer.status < 300 && idBearing(op)) {
+    const name = `${op.method} ${op.path}`;
+    tally.idBearing2xx.set(name, (tally.idBearing2xx.get(name) ?? 0) + 1);
+  }
   if (LOG_EACH) console.log(`${where} → ${answer.status}`);
   const problems = problemsOf(sent, answer);
   if (problems.length === 0) return;
@@ -895,6 +932,8 @@ const describeRequest = ({ headers, body }: Sent) =>
     .join(', ')} ${body ? excerpt(body.toString('utf8'), 200) : '(no body)'}`;
 
 function summary(tally: Tally, ops: Op[]): string {
+  const withIds = ops.filter(idBearing).map((op) => `${op.method} ${op.path}`);
+  const missed = withIds.filter((op) => !tally.idBearing2xx.has(op));
   const lines = [
     `fuzz: ${tally.sent} requests over ${ops.length} operations (seed ${SEED}, ${RUNS} rounds); ${tally.failures.length} failures`,
     ...[...tally.byKind].map(([area, kinds]) => {
@@ -908,6 +947,8 @@ function summary(tally: Tally, ops: Op[]): string {
       .sort()
       .map(([status, n]) => `${status} ${n}`)
       .join(', ')}`,
+    `  id-bearing operations: ${[...tally.idBearing2xx.values()].reduce((sum, n) => sum + n, 0)} 2xx answers, ` +
+      `on ${withIds.length - missed.length} of ${withIds.length}${missed.length ? ` (none on ${missed.join(', ')})` : ''}`,
     ...[...tally.problems].map(([problem, n]) => `  ${n} × ${problem}`),
     ...tally.failures.slice(0, 50).map((failure) => `  ✗ ${failure}`),
   ];
@@ -931,7 +972,10 @@ describe('fuzzing every operation from the OpenAPI document', () => {
       reached: new Set(),
       failures: [],
       problems: new Map(),
+      idBearing2xx: new Map(),
     };
+    // Deletions wait until every other request is sent, so that those find the seeded resources.
+    const deletions: Sent[] = [];
     for (let run = 0; run < RUNS; run++) {
       for (const op of ops) {
         // By the operation's place in the whole document, so that FUZZ_ONLY sends the same requests.
@@ -942,12 +986,18 @@ describe('fuzzing every operation from the OpenAPI document', () => {
             : op.method === 'POST'
               ? mcpPostVariants(salt, run)
               : mcpGetVariants(salt, run);
-        for (const variant of variants) await fuzz(prepare(op, variant), tally);
+        for (const variant of variants) {
+          if (op.method === 'DELETE') deletions.push(prepare(op, variant));
+          else await fuzz(prepare(op, variant), tally);
+        }
       }
       for (const { op, variant } of undocumentedMethods(all, run)) {
         if (ops.some((documented) => documented.path === op.path)) await fuzz(prepare(op, variant), tally);
       }
     }
+    // A resource's children first: deleting it would take them along (a dataset's test cases).
+    const depth = ({ op }: Sent) => op.path.split('/').length;
+    for (const sent of deletions.sort((a, b) => depth(b) - depth(a))) await fuzz(sent, tally);
     console.log(summary(tally, ops));
     expect(tally.failures).toEqual([]);
     // Every operation was sent requests, and the generator reaches past validation: some succeed,
@@ -959,6 +1009,8 @@ describe('fuzzing every operation from the OpenAPI document', () => {
     for (const status of [200, 201, 202, 400, 401, 403, 404, 406, 413, 422])
       expect(seen(status), `${status}`).toBe(true);
     expect(seen(200, 'text/event-stream')).toBe(true);
+    // The seeded resources are reached: most id-bearing operations answer a 2xx at least once.
+    expect(tally.idBearing2xx.size).toBeGreaterThan(ops.filter(idBearing).length / 2);
   });
 
   it("after the fuzzing, no list shows another tenant's rows", async () => {
