@@ -1,5 +1,6 @@
 // The MCP endpoint (spec: rules 10–11, MCP tools row, MCP concurrency) driven by the SDK's own
 // client over a real listener, plus raw JSON-RPC for batches, versions and transport rules.
+import http from 'node:http';
 import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -873,5 +874,51 @@ describe('MCP event streams while the database is slow or down', () => {
     const { beats, ended } = await heartbeatsWhile(lookups, () => lookups.fail());
     expect(ended).toBe(false);
     expect(beats).toBeGreaterThanOrEqual(5);
+  });
+
+  it('a stream whose key was judged while the server began to close is refused with 503, and holds no close up', async () => {
+    const lookups = keyLookups();
+    const app = await startTestApp({}, { wrapDb: (db) => db.withPlugin(lookups.plugin) });
+    let closed: Promise<void> | undefined;
+    try {
+      await app.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = app.app.server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      const { key: streamKey } = await app.tenant();
+      lookups.hold();
+      // A connection of its own, closed after the answer (no keep-alive to hold the close up).
+      const asked = new Promise<{ status: number | undefined; text: string }>((resolve, reject) => {
+        http
+          .get(
+            {
+              host: '127.0.0.1',
+              port,
+              path: '/api/v1/mcp',
+              agent: false,
+              headers: { 'x-api-key': streamKey, accept: 'text/event-stream' },
+            },
+            (response) => {
+              let text = '';
+              response.on('data', (chunk) => {
+                text += chunk;
+              });
+              response.on('end', () => resolve({ status: response.statusCode, text }));
+            },
+          )
+          .on('error', reject);
+      });
+      while (lookups.held === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      closed = app.close();
+      // The close's first step (preClose) has run by the next turns; the key's lookup then answers.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      lookups.release();
+      const r = await asked;
+      expect(r.status).toBe(503);
+      expect(JSON.parse(r.text).error.code).toBe('service_unavailable');
+      await closed;
+    } finally {
+      lookups.release();
+      if (!closed) await app.close();
+    }
   });
 });

@@ -35,11 +35,12 @@ const PATH = '/api/v1/mcp';
 /** `Retry-After` of a stream refused at the tenant's limit: streams end when their clients go. */
 const STREAM_RETRY_AFTER_S = 5;
 /**
- * How often the keys of open event streams are judged again. With the key cache's TTL, the stream
- * of a key revoked, locked or expired ends within a second on every instance, as a request with the
- * key is refused within a second.
+ * How often the keys of open event streams are judged again. A key's cached judgement is at most
+ * KEY_CACHE_TTL_MS old, so the stream of a key revoked, locked or expired is judged afresh by
+ * KEY_CACHE_TTL_MS and one tick after it, leaving the rest of the second for the lookup: it ends
+ * within a second on every instance, as a request with the key is refused.
  */
-const STREAM_JUDGE_MS = 1000 - KEY_CACHE_TTL_MS;
+const STREAM_JUDGE_MS = (1000 - KEY_CACHE_TTL_MS) / 2;
 /** MCP servers kept idle for the next requests at most (exchange.ts, ExchangePool). */
 const MAX_IDLE_SERVERS = 64;
 
@@ -162,7 +163,7 @@ export function registerMcpRoutes(
   deps: {
     operations: Operation[];
     services: Services;
-    /** Judges a stream's key again at each heartbeat. */
+    /** Judges an open stream's key again every STREAM_JUDGE_MS. */
     authenticator: Pick<Authenticator, 'authenticate'>;
     config: Config;
     redis?: Redis | undefined;
@@ -234,10 +235,15 @@ export function registerMcpRoutes(
     };
   }
 
+  // Closing: open streams end, and a stream asked for now (its key judged while the server began
+  // to close) is refused, or it would hold the close up with no judge left to end it.
+  let closing = false;
   app.addHook('preClose', async () => {
+    closing = true;
     for (const stream of streams) stream.end();
     streams.clear();
     clearInterval(judgeTimer);
+    judgeTimer = undefined;
   });
 
   /**
@@ -432,6 +438,9 @@ export function registerMcpRoutes(
             'concurrency_limit_exceeded',
             `This workspace has ${open} MCP event streams open on this server, its limit (MCP_MAX_STREAMS_PER_TENANT); close one first.`,
           );
+        }
+        if (closing) {
+          throw new DomainError('service_unavailable', 'This server is shutting down: open the stream again.');
         }
         const raw = openEventStream(reply);
         // The client left before this ran (while it was authenticated): its 'close' has been
