@@ -1011,7 +1011,8 @@ describe('fuzzing every operation from the OpenAPI document', () => {
     expect(seen(200, 'text/event-stream')).toBe(true);
     // The seeded resources are reached: most id-bearing operations answer a 2xx at least once.
     expect(tally.idBearing2xx.size).toBeGreaterThan(ops.filter(idBearing).length / 2);
-  });
+    // About 8,000 requests one after another: 15–35 s here, more on a busy machine.
+  }, 300_000);
 
   it("after the fuzzing, no list shows another tenant's rows", async () => {
     for (const op of operations()) {
