@@ -515,7 +515,7 @@ describe('MCP transport rules', () => {
           headers: admin,
           body: { name: `stream ${action}`, scopes: ['apps:read'] },
         });
-        // Two streams of the key, judged as one.
+        // Two streams of the key: both end.
         const readers = await Promise.all(
           [0, 1].map(async () => {
             const r = await fetch(url, { headers: { 'x-api-key': created.body.secret, accept: 'text/event-stream' } });
