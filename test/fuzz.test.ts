@@ -34,6 +34,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolName } from '../src/operations/registry.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from './helpers.js';
+import { type DocumentOperation, documentOperations } from './support/openapi-document.js';
 import { arbitraryFor, type JsonSchema, wrongTypeFor } from './support/schema-arbitrary.js';
 import { paramValue, type Seeded, seedTenants } from './support/seed.js';
 
@@ -64,12 +65,8 @@ const GENERATED_ONE_IN = 5;
 /** Where an operation lives, for credentials and the summary. */
 type Area = 'api' | 'admin' | 'mcp';
 
-interface Op {
-  method: string;
-  path: string;
+interface Op extends DocumentOperation {
   area: Area;
-  // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI operation object, read loosely.
-  spec: any;
 }
 
 /** The credentials a request carries: the operation's own, none, a wrong one, or a key of one scope. */
@@ -197,15 +194,10 @@ function request(method: string, url: string, headers: Record<string, string> = 
 }
 
 function operations(): Op[] {
-  const out: Op[] = [];
-  for (const [path, item] of Object.entries(doc.paths) as [string, Record<string, unknown>][]) {
-    const area: Area = path === MCP_PATH ? 'mcp' : path.startsWith('/admin/') ? 'admin' : 'api';
-    for (const [method, spec] of Object.entries(item)) {
-      if (!METHODS.includes(method)) continue;
-      out.push({ method: method.toUpperCase(), path, area, spec });
-    }
-  }
-  return out;
+  return documentOperations(doc).map((op) => ({
+    ...op,
+    area: op.path === MCP_PATH ? 'mcp' : op.path.startsWith('/admin/') ? 'admin' : 'api',
+  }));
 }
 
 const sample = <T>(arb: fc.Arbitrary<T>, salt: number): T => fc.sample(arb, { numRuns: 1, seed: SEED + salt })[0] as T;

@@ -11,6 +11,7 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolName } from '../src/operations/registry.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
+import { documentOperations } from './support/openapi-document.js';
 import { paramValue, type Seeded, seedTenants } from './support/seed.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document and JSON Schema fragments are read loosely.
@@ -48,23 +49,16 @@ afterAll(() => t.close());
 
 /** Every operation of the document under /api/v1. */
 function operations(): DocOperation[] {
-  const found: DocOperation[] = [];
-  for (const [path, item] of Object.entries<Json>(doc.paths)) {
-    if (!path.startsWith('/api/v1/')) continue;
-    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
-      const op = item[method];
-      if (!op) continue;
-      found.push({
-        id: op.operationId,
-        method: method.toUpperCase() as Method,
-        path,
-        params: [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string),
-        requestSchema: op.requestBody?.content?.['application/json']?.schema,
-        responseSchema: op.responses?.['200']?.content?.['application/json']?.schema,
-      });
-    }
-  }
-  return found;
+  return documentOperations(doc)
+    .filter((op) => op.path.startsWith('/api/v1/'))
+    .map(({ method, path, spec }) => ({
+      id: spec.operationId,
+      method: method as Method,
+      path,
+      params: [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string),
+      requestSchema: spec.requestBody?.content?.['application/json']?.schema,
+      responseSchema: spec.responses?.['200']?.content?.['application/json']?.schema,
+    }));
 }
 
 const idBearing = () => operations().filter((op) => op.params.length > 0);

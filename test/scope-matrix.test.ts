@@ -10,6 +10,7 @@ import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { OPERATIONS } from '../src/operations/index.js';
 import { toolName } from '../src/operations/registry.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
+import { type DocumentOperation, documentOperations } from './support/openapi-document.js';
 
 let t: TestApp;
 let tenantId: string;
@@ -63,19 +64,11 @@ describe('scope matrix', () => {
   });
 });
 
-// The OpenAPI document the app serves: each operation as `METHOD path`, with its entry.
-// biome-ignore lint/suspicious/noExplicitAny: the document is read loosely.
-type DocumentedOperation = { method: string; path: string; entry: any };
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-
-async function documentedOperations(): Promise<DocumentedOperation[]> {
+/** The operations of the OpenAPI document the app serves. */
+async function documentedOperations(): Promise<DocumentOperation[]> {
   const r = await t.call({ url: '/api/v1/openapi.json' });
   expect(r.status).toBe(200);
-  return Object.entries(r.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, item]) =>
-    Object.entries(item)
-      .filter(([method]) => HTTP_METHODS.includes(method))
-      .map(([method, entry]) => ({ method: method.toUpperCase(), path, entry })),
-  );
+  return documentOperations(r.body);
 }
 
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
@@ -92,11 +85,11 @@ describe('the OpenAPI document and the registry agree', () => {
   });
 
   it('every operation of the document needs a key (/api/v1) or the operator token (/admin/v1); none is public', async () => {
-    for (const { method, path, entry } of await documentedOperations()) {
+    for (const { method, path, spec } of await documentedOperations()) {
       const scheme = path.startsWith('/admin/v1/') ? 'OperatorToken' : 'ScopedAPIKeyAuth';
       expect(path.startsWith('/api/v1/') || path.startsWith('/admin/v1/'), `${method} ${path}`).toBe(true);
-      expect(entry.security, `${method} ${path}`).toHaveLength(1);
-      expect(Object.keys(entry.security[0]), `${method} ${path}`).toEqual([scheme]);
+      expect(spec.security, `${method} ${path}`).toHaveLength(1);
+      expect(Object.keys(spec.security[0]), `${method} ${path}`).toEqual([scheme]);
     }
   });
 });
@@ -135,7 +128,7 @@ describe('the control plane refuses anything but the operator token', () => {
     adminCreateOwner: () => ({ email: 'intruder@example.com', password: 'correct horse battery staple' }),
   };
 
-  let admin: DocumentedOperation[];
+  let admin: DocumentOperation[];
   beforeAll(async () => {
     admin = (await documentedOperations()).filter((op) => op.path.startsWith('/admin/v1/'));
   });
@@ -159,17 +152,17 @@ describe('the control plane refuses anything but the operator token', () => {
   }
 
   /** The requests of an operation against a victim's records: one per key of it when the path names a key. */
-  function requestsOf(op: DocumentedOperation, target: Awaited<ReturnType<typeof victim>>) {
+  function requestsOf(op: DocumentOperation, target: Awaited<ReturnType<typeof victim>>) {
     const keyIds = op.path.includes('{key_id}') ? target.keyIds : [undefined];
     return keyIds.map((keyId) => {
       const url = op.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
         if (name === 'tenant_id') return target.tenantId;
         if (name === 'key_id' && keyId) return keyId;
-        throw new Error(`${op.entry.operationId}: no value for the path parameter ${name}; add one here`);
+        throw new Error(`${op.spec.operationId}: no value for the path parameter ${name}; add one here`);
       });
-      const body = BODIES[op.entry.operationId as string];
-      if (op.entry.requestBody && !body) throw new Error(`${op.entry.operationId}: takes a body; add one to BODIES`);
-      return { method: op.method as 'GET' | 'POST', url, ...(op.entry.requestBody ? { body: body?.() } : {}) };
+      const body = BODIES[op.spec.operationId as string];
+      if (op.spec.requestBody && !body) throw new Error(`${op.spec.operationId}: takes a body; add one to BODIES`);
+      return { method: op.method as 'GET' | 'POST', url, ...(op.spec.requestBody ? { body: body?.() } : {}) };
     });
   }
 
@@ -206,7 +199,7 @@ describe('the control plane refuses anything but the operator token', () => {
           try {
             expectError(r, 401, code);
           } catch (error) {
-            throw new Error(`${op.entry.operationId} ${request.method} ${request.url} with ${name}: ${error}`);
+            throw new Error(`${op.spec.operationId} ${request.method} ${request.url} with ${name}: ${error}`);
           }
           sent++;
         }
@@ -223,10 +216,10 @@ describe('the control plane refuses anything but the operator token', () => {
       // A victim of its own for each request: a revoke must not leave the next one a revoked key.
       for (const index of op.path.includes('{key_id}') ? [0, 1] : [0]) {
         const request = requestsOf(op, await victim())[index];
-        if (!request) throw new Error(`${op.entry.operationId}: no request ${index}`);
+        if (!request) throw new Error(`${op.spec.operationId}: no request ${index}`);
         const r = await t.call({ ...request, headers: operator });
-        expect(r.status, `${op.entry.operationId} ${request.url}: ${r.text.slice(0, 200)}`).toBeGreaterThanOrEqual(200);
-        expect(r.status, `${op.entry.operationId} ${request.url}: ${r.text.slice(0, 200)}`).toBeLessThan(300);
+        expect(r.status, `${op.spec.operationId} ${request.url}: ${r.text.slice(0, 200)}`).toBeGreaterThanOrEqual(200);
+        expect(r.status, `${op.spec.operationId} ${request.url}: ${r.text.slice(0, 200)}`).toBeLessThan(300);
       }
     }
   });
