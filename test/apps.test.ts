@@ -176,3 +176,89 @@ describe('apps', () => {
     expect((await commit('tree', { message: 'edit', files: [{ path: 'd/e.txt', content: 'e2' }] })).status).toBe(200);
   });
 });
+
+describe('app file paths: one form stored, look-alikes refused', () => {
+  const nfc = 'caf\u00e9.txt';
+  const nfd = 'cafe\u0301.txt';
+  const filesOf = async (app: string) =>
+    (await t.call({ url: `/api/v1/apps/${app}/files`, key })).body.data.map((f: { path: string; content: string }) => [
+      f.path,
+      f.content,
+    ]);
+
+  it('a path sent decomposed (NFD) and composed (NFC) is one file, stored in NFC', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'nfc' } });
+    const first = await commit('nfc', { message: 'nfd', files: [{ path: `docs/${nfd}`, content: 'one' }] });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.files).toEqual([{ path: `docs/${nfc}`, change: 'added' }]);
+    const second = await commit('nfc', { message: 'nfc', files: [{ path: `docs/${nfc}`, content: 'two' }] });
+    expect(second.body.files).toEqual([{ path: `docs/${nfc}`, change: 'modified' }]);
+    const third = await commit('nfc', { message: 'nfd again', files: [{ path: `docs/${nfd}`, content: 'three' }] });
+    expect(third.body.files).toEqual([{ path: `docs/${nfc}`, change: 'modified' }]);
+    expect(await filesOf('nfc')).toEqual([[`docs/${nfc}`, 'three']]);
+    // Deleting by the other form deletes the same file.
+    const deleted = await commit('nfc', { message: 'rm', files: [{ path: `docs/${nfd}`, content: null }] });
+    expect(deleted.body.files).toEqual([{ path: `docs/${nfc}`, change: 'deleted' }]);
+    expect(await filesOf('nfc')).toEqual([]);
+  });
+
+  it('both forms of one path in one commit are a repeated path: 422 naming the second, nothing written', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'nfc-twins' } });
+    const both = await commit('nfc-twins', {
+      message: 'twins',
+      files: [
+        { path: nfc, content: 'a' },
+        { path: nfd, content: 'b' },
+      ],
+    });
+    const error = expectError(both, 422, 'validation_error', 'files[1].path');
+    expect(error.message).toContain('repeats files[0].path once normalised to NFC');
+    expect(await filesOf('nfc-twins')).toEqual([]);
+  });
+
+  it.each([
+    ['a bidi override (U+202E)', 'invoice\u202etxt.exe', 'U+202E'],
+    ['a byte order mark (U+FEFF)', '\ufeffindex.html', 'U+FEFF'],
+    ['a zero-width space (U+200B)', 'a\u200b/b.txt', 'U+200B'],
+    ['an isolate (U+2066)', 'a/\u2066b.txt', 'U+2066'],
+    ['a control character (U+0007)', 'bell\u0007.txt', 'U+0007'],
+    ['a line separator (U+2028)', 'a\u2028b.txt', 'U+2028'],
+    ['a format character hiding a dot-dot segment', '.\u200b./x', 'U+200B'],
+    ['fullwidth dots that fold (NFKC) to ..', '\uff0e\uff0e/x', "'../x'"],
+    ['a two-dot leader that folds (NFKC) to ..', 'a/\u2025/b', "'a/../b'"],
+    ['a fullwidth solidus that folds (NFKC) to a .. segment', '\uff0e\uff0e\uff0fx', "'../x'"],
+  ])('a path with %s is refused: 422 validation_error naming the path, nothing committed', async (_, bad, named) => {
+    const app = `refuse-${Buffer.from(bad).toString('hex').slice(0, 40)}`;
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: app } });
+    const refused = await commit(app, {
+      message: 'bad',
+      files: [
+        { path: 'ok.txt', content: 'ok' },
+        { path: 'also-ok.txt', content: 'ok' },
+        { path: bad, content: 'x' },
+      ],
+    });
+    const error = expectError(refused, 422, 'validation_error', 'files[2].path');
+    expect(error.message).toContain(named);
+    expect(await filesOf(app)).toEqual([]);
+    expect((await t.call({ url: `/api/v1/apps/${app}`, key })).body.head_commit_id).toBeNull();
+  });
+
+  it('the 200-character bound holds for the stored (NFC) form too', async () => {
+    await t.call({ method: 'POST', url: '/api/v1/apps', key, body: { name: 'nfc-long' } });
+    // U+2ADC has no composed form: NFC writes it as two characters, so 101 of them become 202.
+    const grows = '\u2adc'.repeat(101);
+    const tooLong = expectError(
+      await commit('nfc-long', { message: 'long', files: [{ path: grows, content: 'x' }] }),
+      422,
+      'validation_error',
+      'files[0].path',
+    );
+    expect(tooLong.message).toContain('longer than 200 characters once normalised to NFC');
+    // Composing shortens: 200 characters sent in NFD, 100 once composed, is accepted.
+    const shrinks = 'e\u0301'.repeat(100);
+    const ok = await commit('nfc-long', { message: 'long', files: [{ path: shrinks, content: 'x' }] });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.files).toEqual([{ path: '\u00e9'.repeat(100), change: 'added' }]);
+  });
+});

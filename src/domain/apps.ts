@@ -45,17 +45,51 @@ export interface CommitInput {
   files: { path: string; content: string | null }[];
 }
 
-/** The longest file path, in characters (code points). */
+/** The longest file path, in characters (code points), as sent and as stored (NFC). */
 export const MAX_PATH_LENGTH = 200;
 
-/** A path is relative, slash-separated, without empty, `.` or `..` segments or control characters. */
+/** Control (Cc), format (Cf: zero-width, bidi, BOM) and line or paragraph separator characters. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** A path is relative and slash-separated, without empty, `.` or `..` segments or backslashes. */
+function hasBadShape(path: string): boolean {
+  return path.includes('\\') || path.split('/').some((s) => s === '' || s === '.' || s === '..');
+}
+
+/** The path's shape as any stored path has it; a cursor is held to this. */
 function checkPath(path: string, param: string): void {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
   if (/[\u0000-\u001f\u007f-\u009f\\]/.test(path))
     throw new ValidationError(param, `${param} contains a forbidden character.`);
-  const segments = path.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) {
+  if (hasBadShape(path)) {
     throw new ValidationError(param, `${param} must be a relative path without empty, '.' or '..' segments.`);
+  }
+}
+
+/**
+ * A committed path, already in NFC (the form stored and compared). On top of the shape: no
+ * character that does not show (a bidi override or a BOM makes two names look alike), and no
+ * segment that reads as `.` or `..` once compatibility characters are folded (NFKC turns
+ * `．．` into `..`), as a consumer that folds them would walk out of the app.
+ */
+function checkCommittedPath(path: string, param: string): void {
+  const invisible = INVISIBLE.exec(path)?.[0];
+  if (invisible !== undefined) {
+    const code = `U+${invisible.codePointAt(0)?.toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new ValidationError(param, `${param} contains ${code}, a control, format or line separator character.`);
+  }
+  checkPath(path, param);
+  const folded = path.normalize('NFKC');
+  if (hasBadShape(folded)) {
+    throw new ValidationError(
+      param,
+      `${param} reads as '${folded}' once compatibility characters are folded (NFKC): ` +
+        "a path cannot have empty, '.' or '..' segments or backslashes.",
+    );
+  }
+  // NFC can lengthen a path (U+2ADC becomes two characters); the stored form must fit too.
+  if (characterCount(path) > MAX_PATH_LENGTH) {
+    throw new ValidationError(param, `${param} is longer than ${MAX_PATH_LENGTH} characters once normalised to NFC.`);
   }
 }
 
@@ -199,12 +233,17 @@ export function createAppService({ db }: { db: Db }) {
 
     /** Applies every change of the commit or none; the app row is locked so commits form a line. */
     async commit(tenantId: string, name: string, input: CommitInput): Promise<AppCommitRecord> {
+      // Paths are stored and compared in NFC, so `café.txt` sent composed or decomposed is one file.
+      const files = input.files.map((file) => ({ path: file.path.normalize('NFC'), content: file.content }));
       const seen = new Map<string, number>();
-      input.files.forEach((file, i) => {
+      files.forEach((file, i) => {
         const param = `files[${i}].path`;
-        checkPath(file.path, param);
+        checkCommittedPath(file.path, param);
         const earlier = seen.get(file.path);
-        if (earlier !== undefined) throw new ValidationError(param, `${param} repeats files[${earlier}].path.`);
+        if (earlier !== undefined) {
+          const how = input.files[earlier]?.path === input.files[i]?.path ? '' : ' once normalised to NFC';
+          throw new ValidationError(param, `${param} repeats files[${earlier}].path${how}.`);
+        }
         seen.set(file.path, i);
       });
 
@@ -228,7 +267,7 @@ export function createAppService({ db }: { db: Db }) {
               .where(
                 'path',
                 'in',
-                input.files.map((f) => f.path),
+                files.map((f) => f.path),
               )
               .execute()
           ).map((row) => [row.path, row.content]),
@@ -238,7 +277,7 @@ export function createAppService({ db }: { db: Db }) {
         const changes: CommitFileChange[] = [];
         const upserts: { path: string; content: string }[] = [];
         const deletions: string[] = [];
-        input.files.forEach((file, i) => {
+        files.forEach((file, i) => {
           const current = existing.get(file.path);
           if (file.content === null) {
             if (current === undefined) {

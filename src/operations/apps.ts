@@ -1,5 +1,6 @@
 // Apps (scope `apps`): create, list, get, delete, commit files, commit history, current files.
-// Spec: Commit App Files and its bounds (message 1–500, 1–200 files, path ≤ 200, content or null).
+// Spec: Commit App Files and its bounds (message 1–500, 1–200 files, path ≤ 200, content or null);
+// path rules beyond the spec's in docs/apps.md.
 import { Type } from '@sinclair/typebox';
 import { MAX_PATH_LENGTH } from '../domain/apps.js';
 import { defineOperation } from './registry.js';
@@ -142,6 +143,8 @@ export const appOperations = [
     description:
       'Applies 1 to 200 file changes to an app in one atomic commit: a string `content` adds or replaces the file ' +
       'at `path`, `null` deletes it. A path cannot be a file and hold files at once (`x.txt` and `x.txt/inner`). ' +
+      'Paths are stored and compared in Unicode NFC; control, format (bidi, zero-width, BOM) and line separator ' +
+      'characters are refused, and so is a segment that reads as `.` or `..` once folded by NFKC (`．．`). ' +
       'Returns the commit with each effective change (added, modified, deleted).',
     params: AppParams,
     body: CommitBody,
