@@ -26,6 +26,7 @@ export interface Config {
   /** How long a client may take to send a request's body once its headers have arrived. */
   requestTimeoutMs: number;
   rateLimitPerMinute: number;
+  /** MCP requests at once (MCP_MAX_CONCURRENT); one tenant may hold half of them, rounded up. */
   mcpMaxConcurrent: number;
   mcpSlotWaitMs: number;
   /** MCP event streams (GET /api/v1/mcp) one tenant may hold open on one process (MCP_MAX_STREAMS_PER_TENANT). */

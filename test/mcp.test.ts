@@ -702,16 +702,16 @@ describe('MCP slots across instances', () => {
     const one = createRedisSlots(redis, 1, slotKey);
     const two = createRedisSlots(redis, 1, slotKey);
     try {
-      const held = await one.acquire(100);
+      const held = await one.acquire('a', 100);
       expect(held).not.toBeNull();
-      expect(await two.acquire(150)).toBeNull();
-      const waiting = two.acquire(1000);
+      expect(await two.acquire('b', 150)).toBeNull();
+      const waiting = two.acquire('b', 1000);
       await held?.();
       const granted = await waiting;
       expect(granted).not.toBeNull();
       await granted?.();
     } finally {
-      await redis.del(slotKey);
+      await redis.del(slotKey, `${slotKey}:a`, `${slotKey}:b`);
       redis.disconnect();
     }
   });

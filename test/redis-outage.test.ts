@@ -222,7 +222,7 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
     const slotKey = `${namespace}mcp-slots`;
     const redis = await connectRedis(process.env.TEST_REDIS_URL as string);
     try {
-      const held = await createRedisSlots(redis, 1, slotKey).acquire(100);
+      const held = await createRedisSlots(redis, 1, slotKey).acquire('other', 100);
       expect(held).not.toBeNull();
       const refused = await mcpCall(proxied, key);
       expect(refused.status).toBe(429);
@@ -231,11 +231,11 @@ describe.runIf(Boolean(process.env.TEST_REDIS_URL))('a Redis that answers again'
       expect((await mcpCall(proxied, key)).status).toBe(200);
       // The call's slot, taken in Redis, is given back there (just after the answer is sent), not
       // left to its two-minute lease: the other instance gets the only slot.
-      const again = await createRedisSlots(redis, 1, slotKey).acquire(5_000);
+      const again = await createRedisSlots(redis, 1, slotKey).acquire('other', 5_000);
       expect(again).not.toBeNull();
       await again?.();
     } finally {
-      await redis.del(slotKey);
+      await redis.del(slotKey, `${slotKey}:other`);
       redis.disconnect();
     }
 

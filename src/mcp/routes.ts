@@ -388,7 +388,7 @@ export function registerMcpRoutes(
               jsonRpcError(-32600, `Invalid Request: protocol version ${version} does not allow JSON-RPC batches.`),
             );
         }
-        const release = await slots.acquire(config.mcpSlotWaitMs);
+        const release = await slots.acquire(auth.tenantId, config.mcpSlotWaitMs);
         if (!release) {
           reply.header('retry-after', Math.max(1, Math.ceil(config.mcpSlotWaitMs / 1000)));
           throw new DomainError(
