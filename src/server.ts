@@ -24,11 +24,14 @@ import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
 import { registerBodyDeadline } from './http/body-deadline.js';
+import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
 import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
+import { registerHeaderAnswers } from './http/header-answers.js';
 import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { type Limiter, registerRateLimit } from './http/rate-limit.js';
+import { registerUnreadBody } from './http/unread-body.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
 import { jsonProblem, jsonText } from './lib/json-body.js';
 import { reportRedisOutages } from './lib/redis.js';
@@ -146,7 +149,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
         }),
       },
     },
-    bodyLimit: config.bodyLimitBytes,
+    // Routes that are not operations take a few fields; operations set their own (src/http/body-limits.ts).
+    bodyLimit: otherBodyLimits(config.bodyLimitBytes).bytes,
     // A number of proxies as a function of the hop (proxyTrust): Fastify ignores a number (it
     // cannot check the nearest peer's address). Trusting N hops assumes only the proxies can reach us.
     trustProxy: trust,
@@ -207,6 +211,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // `__proto__` key included (what Fastify's secure-json-parse refuses, without naming it).
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const overShape = shapeRefusal(body as Buffer, routeBodyLimits(request, config.bodyLimitBytes));
+    if (overShape) return done(overShape);
     const decoded = jsonText(body as Buffer, request.headers['content-type']);
     if ('problem' in decoded) return done(new BadRequestError(decoded.problem));
     // An empty body reads as no body, so bodiless POSTs work whatever the client sends.
@@ -239,6 +245,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
   // A body still arriving REQUEST_TIMEOUT_MS after its headers is refused (400, connection closed).
   registerBodyDeadline(app, { timeoutMs: config.requestTimeoutMs, refuse: refuseClient });
+  // A body its answer left unread is read and thrown away, up to a bound, then the connection closed.
+  registerUnreadBody(app);
 
   // Shutdown: draining (readiness 503) from `drain()` or the start of `app.close()`; closing
   // (new requests 503 `service_unavailable`) from the start of `app.close()`, before any other
@@ -323,6 +331,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     redis,
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
   });
+  registerHeaderAnswers(app, config.publicUrl);
 
   // Authentication runs after the rate limit (onRequest) and before the body is read, on the
   // routes of operations and on those marked `authenticated` (MCP); the others carry no hook.
@@ -352,7 +361,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   });
   registerIdempotency(app, db, secrets, logError);
 
-  mountOperations(app, OPERATIONS, services);
+  mountOperations(app, OPERATIONS, services, config.bodyLimitBytes);
   registerMcpRoutes(app, {
     operations: OPERATIONS,
     services,

@@ -296,6 +296,12 @@ export function fromDatabase(error: unknown): { code: ErrorCode; message: string
   return undefined;
 }
 
+/**
+ * Node's error for a request whose client closed the connection before its body arrived (the
+ * request stream's `aborted`). Its code is a socket's, as a lost database connection's is.
+ */
+const isClientAbort = (error: FastifyError) => error.code === 'ECONNRESET' && error.message === 'aborted';
+
 /** An error as the spec's answer: the error body, its status and its content type. */
 function sender(publicUrl: string | undefined) {
   return (
@@ -333,6 +339,11 @@ export function errorAnswerer(
     }
     const fastifyMapped = fromFastify(error);
     if (fastifyMapped) return send(request, reply, fastifyMapped.code, fastifyMapped.message);
+    if (isClientAbort(error)) {
+      // The client went away while sending its body: no one reads this answer, and nothing failed here.
+      request.log.info('the client closed the connection before its body arrived');
+      return send(request, reply, 'bad_request', 'The request body did not arrive whole.');
+    }
     const refused = fromDatabase(error);
     if (refused?.code === 'service_unavailable') {
       // Once per outage, not a stack per request (src/db/outage.ts).
@@ -356,11 +367,16 @@ export function registerErrorHandling(
   publicUrl: string | undefined,
   outages?: Pick<DatabaseOutages, 'failed'>,
 ): void {
-  const send = sender(publicUrl);
   app.setErrorHandler(errorAnswerer(publicUrl, outages));
-  app.setNotFoundHandler((request, reply) =>
-    send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`),
-  );
+  app.setNotFoundHandler(noRouteAnswerer(publicUrl));
+}
+
+/** Answers a request for a path (or method) with no route: 404 `not_found`. */
+export function noRouteAnswerer(publicUrl: string | undefined): (request: FastifyRequest, reply: FastifyReply) => void {
+  const send = sender(publicUrl);
+  return (request, reply) => {
+    send(request, reply, 'not_found', `No route: ${request.method} ${request.url.split('?')[0]}.`);
+  };
 }
 
 /** What a log needs of an error, without query parameters or bodies that may hold user data. */

@@ -21,6 +21,7 @@ import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS } from '../http/auth.js';
+import { operationBodyLimits, shapeRefusal, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
 import { openEventStream } from '../http/negotiation.js';
@@ -295,6 +296,8 @@ export function registerMcpRoutes(
       return toolError(origin, 'insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
     }
     try {
+      const overLimit = valueRefusal(args ?? {}, operationBodyLimits(tool.operation.largeBody, config.bodyLimitBytes));
+      if (overLimit) return toolError(origin, overLimit.code, overLimit.message, overLimit.param);
       const problem = jsonProblem(args ?? {});
       if (problem !== undefined) return toolError(origin, 'validation_error', problem.message, problem.param);
       const bound = bindArguments(tool, args ?? {});
@@ -333,6 +336,7 @@ export function registerMcpRoutes(
     return server;
   }
 
+  const mcpBodyLimits = operationBodyLimits(true, config.bodyLimitBytes);
   app.register(async (scope) => {
     // JSON-RPC parse errors are answered in JSON-RPC terms, so the raw text reaches the handler.
     scope.removeContentTypeParser('application/json');
@@ -341,8 +345,10 @@ export function registerMcpRoutes(
     scope.post(
       PATH,
       {
-        // A tool's answer may show a secret once (a webhook signing secret).
-        config: { authenticated: true, secretAnswer: true },
+        // A tool's answer may show a secret once (a webhook signing secret). A call may carry a
+        // commit's files: the largest of the tools' limits, each tool's own judged per call.
+        bodyLimit: mcpBodyLimits.bytes,
+        config: { authenticated: true, secretAnswer: true, bodyLimits: mcpBodyLimits },
         schema: {
           tags: ['MCP'],
           operationId: 'mcpPost',
@@ -357,10 +363,11 @@ export function registerMcpRoutes(
       async (request: FastifyRequest, reply: FastifyReply) => {
         const auth = request.auth as AuthContext;
         checkOrigin(request);
-        const decoded = jsonText(
-          (request.body as Buffer | undefined) ?? Buffer.alloc(0),
-          request.headers['content-type'],
-        );
+        const bytes = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
+        const overShape = shapeRefusal(bytes, mcpBodyLimits);
+        if (overShape?.code === 'request_too_large') throw overShape;
+        if (overShape) return reply.code(400).send(jsonRpcError(-32600, `Invalid Request: ${overShape.message}`));
+        const decoded = jsonText(bytes, request.headers['content-type']);
         if ('problem' in decoded) return reply.code(400).send(jsonRpcError(-32700, `Parse error: ${decoded.problem}`));
         let message: unknown;
         try {

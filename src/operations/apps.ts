@@ -138,6 +138,7 @@ export const appOperations = [
     method: 'POST',
     path: '/api/v1/apps/:name/commits',
     scope: 'apps:write',
+    largeBody: true,
     tag: 'Apps',
     summary: 'Commit files to an app',
     description:

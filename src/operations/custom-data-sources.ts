@@ -215,6 +215,7 @@ export const customDataSourceOperations = [
     method: 'POST',
     path: '/api/v1/custom-data-sources/:id_or_slug/rows/batch',
     scope: 'knowledge:write',
+    largeBody: true,
     tag: TAG,
     summary: 'Create or replace up to 100 rows',
     description:

@@ -60,6 +60,7 @@ export const documentOperations = [
     method: 'POST',
     path: '/api/v1/documents',
     scope: 'knowledge:write',
+    largeBody: true,
     tag: 'Documents',
     summary: 'Create a document',
     description:
@@ -165,6 +166,7 @@ export const documentOperations = [
     method: 'POST',
     path: '/api/v1/documents/:document_id/translations',
     scope: 'knowledge:write',
+    largeBody: true,
     tag: 'Documents',
     summary: 'Add a translation to a document',
     description:

@@ -7,6 +7,7 @@ import { BadRequestError, type ErrorCode, ValidationError } from '../domain/erro
 import type { Scope } from '../domain/scopes.js';
 import type { Services } from '../domain/services.js';
 import type { AuthContext } from '../http/auth.js';
+import { operationBodyLimits } from '../http/body-limits.js';
 import { ERROR_CATALOGUE } from '../http/errors.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -63,6 +64,8 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   idempotent?: boolean;
   /** The answer shows a secret once: a copy kept to replay it (Idempotency-Key) is sealed as the secret is. */
   secretAnswer?: boolean;
+  /** Files, documents or batches of rows: the body may take BODY_LIMIT_BYTES (src/http/body-limits.ts). */
+  largeBody?: boolean;
   /**
    * With `Accept: text/event-stream` the success answer is a Server-Sent Events stream (the handler
    * streams it): what its events are, for the document's `text/event-stream` content.
@@ -89,6 +92,7 @@ export interface Operation {
   destructive?: boolean;
   idempotent?: boolean;
   secretAnswer?: boolean;
+  largeBody?: boolean;
   eventStream?: string;
   handler: (ctx: OperationContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
@@ -157,16 +161,23 @@ export async function refuseBody(request: FastifyRequest) {
     throw new ValidationError(field, `Unknown parameter: ${field}; this operation takes no body.`);
 }
 
-export function mountOperations(app: FastifyInstance, operations: Operation[], services: Services): void {
+export function mountOperations(
+  app: FastifyInstance,
+  operations: Operation[],
+  services: Services,
+  maxBodyBytes: number,
+): void {
   const ErrorRef = Type.Ref('Error');
   for (const op of operations) {
     const response: Record<number, TSchema> = { [op.status ?? 200]: op.response };
     for (const status of op.alsoStatus ?? []) response[status] = op.response;
     for (const status of errorStatuses(op)) response[status] = ErrorRef;
+    const bodyLimits = operationBodyLimits(op.largeBody, maxBodyBytes);
     app.route({
       method: op.method,
       url: op.path,
-      config: { operation: op, ...(op.secretAnswer ? { secretAnswer: true } : {}) },
+      bodyLimit: bodyLimits.bytes,
+      config: { operation: op, bodyLimits, ...(op.secretAnswer ? { secretAnswer: true } : {}) },
       // Fastify reads no body for GET: nothing to refuse, and no hook on the hottest reads.
       ...(op.method === 'GET' ? {} : { preValidation: op.body ? emptyBodyAsObject : refuseBody }),
       schema: {

@@ -95,6 +95,7 @@ export const smartSourceOperations = [
     method: 'POST',
     path: '/api/v1/smart-sources/:smart_source_id/ingest',
     scope: 'knowledge:write',
+    largeBody: true,
     tag: TAG,
     summary: 'Ingest rows through a smart source',
     description:
