@@ -208,9 +208,14 @@ describe('Idempotency-Key over MCP', () => {
       .where('tenant_id', '=', tenantId)
       .where('key', '=', 'mcp-once')
       .executeTakeFirstOrThrow();
-    // The hash of the body's text (as JSON), as before MCP bodies reached the route as bytes: a
-    // hash of a Buffer's indices costs seconds for a body of megabytes.
-    expect(stored.request_hash).toBe(sha256Hex(`POST /api/v1/mcp\n${JSON.stringify(text)}`));
+    const { id: keyId } = await t.database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    // The key's id and the hash of the body's text (as JSON): a hash of a Buffer's indices would
+    // cost seconds for a body of megabytes.
+    expect(stored.request_hash).toBe(sha256Hex(`${keyId} POST /api/v1/mcp\n${JSON.stringify(text)}`));
   });
 });
 

@@ -1,7 +1,7 @@
 // Idempotency-Key on POST (DESIGN.md §5): the first answer (any status below 500) is stored for
-// 24 h per tenant and replayed for a repeat with the same method, path and body (the same JSON,
-// whatever the order of its fields); the same key with another request answers 409 `conflict`, as
-// does a repeat while the first is still running.
+// 24 h per tenant and replayed for a repeat by the same API key with the same method, path and body
+// (the same JSON, whatever the order of its fields); the same key with another request, or sent by
+// another API key, answers 409 `conflict`, as does a repeat while the first is still running.
 // A request answered with a Server-Sent Events stream keeps its key, but a stream cannot be
 // replayed: once it ends, a repeat answers 409 `conflict` rather than running again.
 // While a request runs, its key is leased: the lease is renewed as long as it runs, so a repeat
@@ -62,11 +62,16 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function requestHash(request: FastifyRequest): string {
+/**
+ * What a stored answer is matched on: the API key that made the request (a stored answer belongs to
+ * its key, so another key of the tenant, with other scopes, can never be given it), the method and
+ * URL, and the body.
+ */
+function requestHash(request: FastifyRequest, keyId: string): string {
   // A route that parses its own body (MCP) holds it as bytes: hashed as its text, not as an
   // object of one key per byte.
   const body = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : (request.body ?? null);
-  return sha256Hex(`${request.method} ${request.url}\n${canonicalJson(body)}`);
+  return sha256Hex(`${keyId} ${request.method} ${request.url}\n${canonicalJson(body)}`);
 }
 
 /** What a stored answer is bound to when sealed: a sealed answer does not open under another key. */
@@ -89,7 +94,7 @@ export function registerIdempotency(
       throw new ValidationError('Idempotency-Key', 'The Idempotency-Key header must be 1 to 255 characters.');
     }
     const tenantId = request.auth.tenantId;
-    const hash = requestHash(request);
+    const hash = requestHash(request, request.auth.keyId);
     // Reserve the key, taking over a record older than the retention window, or the reservation of
     // a request whose lease ran out (its server stopped while it ran). A running request's
     // `created_at` is its lease's start, renewed below; `lease_token` names this request.
@@ -150,7 +155,7 @@ export function registerIdempotency(
       .executeTakeFirst();
     if (!stored || stored.request_hash !== hash) {
       throw new ConflictError(
-        'This Idempotency-Key was already used with a different request; use a new key.',
+        'This Idempotency-Key was already used with a different request, or by another API key; use a new key.',
         'Idempotency-Key',
       );
     }
