@@ -7,11 +7,19 @@
 // tenant) nor replace one of Ajv's own meta-schemas. Ajv keeps what it compiles, and so does the
 // cache here: an instance compiles at most 200 schemas, or 4 MB of them, and is then replaced, so
 // a long-running process does not grow without end.
+//
+// Patterns (`pattern`, `patternProperties`) run on a linear-time engine (src/lib/linear-regexp.ts):
+// a client's pattern is matched against text that anyone writing to the agent chooses. No format is
+// loaded (`format` is not checked), so `format: "regex"` compiles nothing either.
 import { Ajv, type ValidateFunction } from 'ajv';
+import { createLinearRegExpEngine } from './linear-regexp.js';
 
-const options = { strict: false, allErrors: false, addUsedSchema: false } as const;
+/** Instructions the patterns of one schema may compile to: about a tenth of a second of re2js. */
+const MAX_PATTERN_INSTRUCTIONS = 20_000;
 
 function createSchemaCompiler(max: { schemas: number; bytes: number }) {
+  const engine = createLinearRegExpEngine(MAX_PATTERN_INSTRUCTIONS);
+  const options = { strict: false, allErrors: false, addUsedSchema: false, code: { regExp: engine.regExp } } as const;
   let ajv = new Ajv(options);
   let cache = new Map<string, ValidateFunction>();
   let compiled = 0;
@@ -39,6 +47,7 @@ function createSchemaCompiler(max: { schemas: number; bytes: number }) {
         // Counted before compiling: Ajv keeps a schema it refuses all the same.
         compiled++;
         bytes += key.length;
+        engine.startBudget();
         validate = ajv.compile(schema);
         // An `$async` schema compiles to a validator that answers a promise: `!validate(data)`
         // would then pass anything, and its rejection would go unhandled.
