@@ -372,6 +372,29 @@ describe('custom data sources', () => {
     );
   });
 
+  it('refuses a field named __proto__, a key no row could carry (422 validation_error, param fields[i].name)', async () => {
+    const { key } = await t.tenant();
+    const refused = await t.call({
+      method: 'POST',
+      url: BASE,
+      key,
+      body: {
+        name: 'Proto',
+        slug: 'proto',
+        fields: [
+          { name: 'price', type: 'number' },
+          { name: '__proto__', type: 'json', required: true },
+        ],
+      },
+    });
+    const error = expectError(refused, 422, 'validation_error', 'fields[1].name');
+    expect(error.message).toMatch(/__proto__/);
+    expect((await t.call({ url: BASE, key })).body.data).toEqual([]);
+    // `prototype` is a plain key a row carries.
+    await newSource(key, 'plain', [{ name: 'prototype', type: 'string', required: true }]);
+    expect((await put(key, 'plain', 'p1', { data: { prototype: 'x' } })).status).toBe(201);
+  });
+
   it('refuses data nested more than 32 levels (422 validation_error, param data), never a 500', async () => {
     const { key } = await t.tenant();
     await newSource(key, 'deep');

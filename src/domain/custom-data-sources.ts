@@ -232,9 +232,21 @@ function checkData(param: string, data: Record<string, unknown>, fields: DataFie
   }
 }
 
+/**
+ * Field names no row could carry: request bodies may not hold a `__proto__` key (src/lib/json-body.ts).
+ * `constructor` and `prototype` stay allowed: a row carries them as plain keys.
+ */
+const UNCARRIABLE_FIELD_NAMES: ReadonlySet<string> = new Set(['__proto__']);
+
 function checkFields(fields: DataFieldDeclaration[]): void {
   const seen = new Map<string, number>();
   fields.forEach((field, i) => {
+    if (UNCARRIABLE_FIELD_NAMES.has(field.name)) {
+      throw new ValidationError(
+        `fields[${i}].name`,
+        `fields[${i}].name cannot be ${field.name}: no row could carry that key (request bodies may not hold it).`,
+      );
+    }
     const earlier = seen.get(field.name);
     if (earlier !== undefined) {
       throw new ValidationError(`fields[${i}].name`, `fields[${i}].name repeats fields[${earlier}].name.`);
