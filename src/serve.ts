@@ -1,7 +1,7 @@
 // The serving process: config → database → migrations → first-start seed → listen; and a
 // graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the rest).
 import type { Config } from './config.js';
-import { type Db, openDatabase } from './db/client.js';
+import { type Db, openDatabaseAtStart } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createOwnerService } from './domain/owners.js';
 import { ALL_SCOPES } from './domain/scopes.js';
@@ -42,7 +42,7 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
 }
 
 export async function serve(config: Config): Promise<void> {
-  const database = await openDatabase({
+  const database = await openDatabaseAtStart({
     url: config.databaseUrl,
     dataDir: config.dataDir,
     preparedStatements: config.databasePreparedStatements,

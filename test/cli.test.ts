@@ -1,9 +1,10 @@
 // The process a newcomer runs (DESIGN.md §1–2): `workspace serve` on an embedded database seeds
 // the demo tenant once, the `workspace` CLI manages tenants and keys over the control plane,
-// SIGTERM stops the server cleanly, `workspace migrate` runs migrations, bad config stops the start.
+// SIGTERM stops the server cleanly, `workspace migrate` runs migrations, bad config and a database
+// that does not answer stop the start with one line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -244,5 +245,63 @@ describe('workspace serve and the CLI', () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr).toContain('PORT');
+  });
+
+  /** One line on stderr, no stack frames, and a failure exit code. */
+  const expectOneLineFailure = (result: { code: number | null; stderr: string }) => {
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr.trim().split('\n'), result.stderr).toHaveLength(1);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  };
+
+  it('a DATABASE_URL that does not answer stops serve and migrate with one line naming it, its password masked', async () => {
+    const port = await freePort(); // nothing listens there
+    const password = 'S3cr3t-pa55';
+    for (const command of ['serve', 'migrate']) {
+      const result = await run([command], {
+        DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${port}/x?password=${password}`,
+        PORT: String(await freePort()),
+      });
+      expectOneLineFailure(result);
+      expect(result.stderr).toContain(`workspace: cannot ${command === 'serve' ? 'start' : 'migrate'}: DATABASE_URL (`);
+      expect(result.stderr).toContain(`postgres://postgres:***@127.0.0.1:${port}/x?password=***)`);
+      expect(result.stderr).toContain(`does not answer: connect ECONNREFUSED 127.0.0.1:${port}`);
+      expect(result.stderr + result.stdout).not.toContain(password.slice(0, 6));
+    }
+  });
+
+  it('a DATABASE_URL whose server refuses the login stops the start with one line, not a stack trace', async () => {
+    // A server that answers the startup message as PostgreSQL does a wrong password (SQLSTATE 28P01).
+    const fields = ['SFATAL', 'C28P01', 'Mpassword authentication failed for user "postgres"'];
+    const body = Buffer.from(`${fields.join('\0')}\0\0`);
+    const refusal = Buffer.concat([Buffer.from('E'), Buffer.alloc(4), body]);
+    refusal.writeUInt32BE(4 + body.length, 1);
+    const refusing = createServer((socket) => socket.once('data', () => socket.end(refusal)));
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (refusing.address() as AddressInfo).port;
+      const result = await run(['serve'], {
+        DATABASE_URL: `postgres://postgres:S3cr3t-pa55@127.0.0.1:${port}/x`,
+        PORT: String(await freePort()),
+      });
+      expectOneLineFailure(result);
+      expect(result.stderr).toContain(
+        `DATABASE_URL (postgres://postgres:***@127.0.0.1:${port}/x) refused the connection: password authentication failed`,
+      );
+      expect(result.stderr).not.toContain('S3cr3t');
+    } finally {
+      refusing.close();
+    }
+  });
+
+  it('a DATA_DIR that cannot be opened stops the start with one line naming it', async () => {
+    const notADirectory = path.join(dataDir, 'file');
+    writeFileSync(notADirectory, 'a file, not a directory');
+    const result = await run(['serve'], { DATA_DIR: path.join(notADirectory, 'data'), PORT: String(await freePort()) });
+    expectOneLineFailure(result);
+    expect(result.stderr).toContain(
+      `workspace: cannot start: DATA_DIR (${path.join(notADirectory, 'data')}) cannot be opened:`,
+    );
+    expect(result.stderr).toContain('ENOTDIR');
   });
 });

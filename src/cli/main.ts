@@ -63,6 +63,17 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
 }
 
+/** A database that cannot be opened or does not answer stops the command with one line, no stack. */
+async function sayingWhyTheDatabaseFailed<T>(action: string, run: () => Promise<T>): Promise<T> {
+  const { DatabaseStartError } = await import('../db/client.js');
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof DatabaseStartError) throw new CliError(`cannot ${action}: ${error.message}`);
+    throw error;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   // The public-API commands (src/cli/public-commands.ts) take an API key and their own options.
   if (argv[0] !== undefined && PUBLIC_COMMANDS.has(argv[0])) return runPublicCommand(argv);
@@ -87,18 +98,20 @@ async function main(argv: string[]): Promise<number> {
 
   if (command === 'serve') {
     const { serve } = await import('../serve.js');
-    await serve(loadConfig());
+    await sayingWhyTheDatabaseFailed('start', () => serve(loadConfig()));
     return -1; // keeps running
   }
   if (command === 'migrate') {
     const config = loadConfig();
-    const { openDatabase } = await import('../db/client.js');
+    const { openDatabaseAtStart } = await import('../db/client.js');
     const { migrateToLatest } = await import('../db/migrate.js');
-    const database = await openDatabase({
-      url: config.databaseUrl,
-      dataDir: config.dataDir,
-      preparedStatements: config.databasePreparedStatements,
-    });
+    const database = await sayingWhyTheDatabaseFailed('migrate', () =>
+      openDatabaseAtStart({
+        url: config.databaseUrl,
+        dataDir: config.dataDir,
+        preparedStatements: config.databasePreparedStatements,
+      }),
+    );
     try {
       const applied = await migrateToLatest(database.db);
       process.stdout.write(

@@ -2,7 +2,7 @@
 // PostgreSQL through one pg pool. The same SQL and migrations serve both.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { createDataDir, PGliteThread } from './pglite-thread.js';
 import { prepareStatements } from './prepared.js';
@@ -111,6 +111,80 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       }
     },
   };
+}
+
+/** The database named by the settings could not be opened, or did not answer: said in one line. */
+export class DatabaseStartError extends Error {}
+
+/**
+ * Opens the database and asks it one question, so that a start on a database that does not
+ * answer (nothing listening, a wrong host, a refused login, a DATA_DIR that cannot be written)
+ * stops with a line naming the setting rather than failing later inside a migration.
+ */
+export async function openDatabaseAtStart(options: DatabaseOptions): Promise<DatabaseHandle> {
+  let handle: DatabaseHandle | undefined;
+  try {
+    handle = await openDatabase(options);
+    await sql`select 1`.execute(handle.db);
+    return handle;
+  } catch (error) {
+    await handle?.close().catch(() => {});
+    // The DATA_DIR lock's refusal already names DATA_DIR and the process that holds it.
+    if ((error as NodeJS.ErrnoException).code === 'EBUSY') throw error;
+    throw new DatabaseStartError(describeStartFailure(options, error));
+  }
+}
+
+function describeStartFailure(options: DatabaseOptions, error: unknown): string {
+  if (options.url) {
+    // A server that answered with an error (SQLSTATE: no such database, login refused) did answer.
+    const how = error instanceof pg.DatabaseError ? 'refused the connection' : 'does not answer';
+    return `DATABASE_URL (${redactUrl(options.url)}) ${how}: ${maskPassword(oneLine(error), options.url)}`;
+  }
+  const where = options.dataDir ? `DATA_DIR (${path.resolve(options.dataDir)})` : 'the in-memory database';
+  return `${where} cannot be opened: ${oneLine(error)}`;
+}
+
+/** `url` with its password (in the user part or a `password` query parameter) as `***`. */
+function redactUrl(url: string): string {
+  const parsed = parseUrl(url);
+  // Config refuses a DATABASE_URL that does not parse; any other is masked up to its last `@`.
+  if (!parsed) return url.replace(/\/\/.*@/, '//***@');
+  if (parsed.password) parsed.password = '***';
+  if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
+  return parsed.href;
+}
+
+/** No driver message is known to quote the password; should one ever, it is masked all the same. */
+function maskPassword(text: string, url: string): string {
+  const password = parseUrl(url)?.password;
+  if (!password) return text;
+  let plain = password;
+  try {
+    plain = decodeURIComponent(password);
+  } catch {
+    // Not percent-encoded as a whole: the password is as written.
+  }
+  return [plain, password].reduce((masked, form) => masked.split(form).join('***'), text);
+}
+
+function parseUrl(url: string): URL | undefined {
+  try {
+    return new URL(url);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An error's message on one line; an AggregateError (each address of a host tried) lists each. */
+function oneLine(error: unknown): string {
+  const message =
+    error instanceof AggregateError && error.errors.length > 0
+      ? error.errors.map((inner) => (inner instanceof Error ? inner.message : String(inner))).join('; ')
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return message.replace(/\s+/g, ' ').trim() || 'no reason given';
 }
 
 /**
