@@ -645,6 +645,19 @@ describe('website sync', () => {
     await t.jobs.runUntilIdle();
   });
 
+  it('a connection error names the host that was sent, never the address it resolved to', async () => {
+    const closed = await newSite();
+    const port = closed.port;
+    await closed.close();
+    const source = await createSource({ name: 'Named', source_type: 'website', domain: `http://localhost:${port}` });
+    await post(`/api/v1/sources/${source.id}/sync`);
+    await t.jobs.runUntilIdle();
+    const failed = await getSource(source.id);
+    expect(failed.sync_status).toBe('failed');
+    expect(failed.sync_error).toContain(`ECONNREFUSED localhost:${port}`);
+    expect(failed.sync_error).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
   it('a page that fails with a server error keeps its document; a 404 removes it', async () => {
     const site = await linkedSite();
     const source = await createSource({ name: 'Partial', source_type: 'website', domain: site.origin });
@@ -902,10 +915,10 @@ describe('SSRF guard', () => {
       await strict.jobs.runUntilIdle();
       const source = (await strict.call({ url: `/api/v1/sources/${created.body.id}`, key: k })).body;
       expect(source.sync_status).toBe('failed');
-      expect(source.sync_error).toMatch(/127\.0\.0\.1, which is not a public address/);
+      expect(source.sync_error).toMatch(/127\.0\.0\.1 is not a public address/);
       expect(site.requests).toEqual([]);
       await expect(safeRequest(`http://localhost:${site.port}/`, { allowPrivate: false })).rejects.toThrow(
-        /not a public address/,
+        /^localhost resolves to an address that is not public; it is not fetched\.$/,
       );
       expect(site.requests).toEqual([]);
     } finally {

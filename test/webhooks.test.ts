@@ -151,6 +151,19 @@ describe('webhook endpoints', () => {
     expect((await t.call({ url: `/api/v1/webhook-endpoints/${endpoint.id}`, key })).body.url).toBe(PUBLIC_URL);
   });
 
+  it('an SSRF refusal names the host that was sent, never the address it resolves to', async () => {
+    const { key } = await t.tenant();
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/webhook-endpoints',
+      key,
+      body: { url: 'http://localhost:8080/hook', events: ['*'] },
+    });
+    const error = expectError(r, 422, 'validation_error', 'url');
+    expect(error.message).toContain('localhost resolves to an address that is not public');
+    expect(error.message).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
   it('PATCH changes url, events, enabled and description; enabling again clears disabled_reason', async () => {
     const { key } = await t.tenant();
     const endpoint = await createEndpoint(key, { description: 'first' });

@@ -5,6 +5,9 @@
 // slip a private address in. Redirects are followed only when the caller allows the next URL,
 // and each hop is checked the same way. Every request has a timeout and a byte cap.
 //
+// Messages name the host the client sent, never an address it resolved to: they reach the client
+// (a webhook's 422, a sync's error), and must not map the network the service sees.
+//
 // Written on node:http/https rather than fetch: fetch (undici) offers no per-request `lookup`.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import http, { type IncomingHttpHeaders } from 'node:http';
@@ -133,10 +136,11 @@ export async function resolveTarget(url: URL, options: { allowPrivate: boolean }
   const first = addresses[0];
   if (!first) throw new OutboundRequestError(`${host} resolves to no address.`, 'network');
   if (!options.allowPrivate) {
-    const refused = addresses.find((a) => !isPublicAddress(a.address));
-    if (refused) {
+    if (addresses.some((a) => !isPublicAddress(a.address))) {
       throw new OutboundRequestError(
-        `${host} resolves to ${refused.address}, which is not a public address; it is not fetched.`,
+        isIP(host)
+          ? `${host} is not a public address; it is not fetched.`
+          : `${host} resolves to an address that is not public; it is not fetched.`,
         'blocked',
       );
     }
@@ -212,6 +216,9 @@ async function requestOnce(url: URL, options: SafeRequestOptions): Promise<SafeR
       callback(null, target.address, target.family);
     }
   };
+  // Node's connect errors carry the address (`connect ECONNREFUSED 10.0.0.5:443`): named by host instead.
+  const failure = (error: Error) =>
+    new OutboundRequestError(`${url.href}: ${error.message.replaceAll(target.address, url.hostname)}`, 'network');
   const timeoutMs = options.timeoutMs ?? 10_000;
   const maxBytes = options.maxBytes ?? 5 * 1024 * 1024;
   const client = url.protocol === 'https:' ? https : http;
@@ -257,7 +264,7 @@ async function requestOnce(url: URL, options: SafeRequestOptions): Promise<SafeR
           chunks.push(chunk);
         });
         response.on('end', () => answer(Buffer.concat(chunks)));
-        response.on('error', (error) => reject(new OutboundRequestError(`${url.href}: ${error.message}`, 'network')));
+        response.on('error', (error) => reject(failure(error)));
       },
     );
     request.setTimeout(timeoutMs, () => {
@@ -271,11 +278,7 @@ async function requestOnce(url: URL, options: SafeRequestOptions): Promise<SafeR
     request.on('close', () => clearTimeout(deadline));
     request.on('error', (error) => {
       clearTimeout(deadline);
-      reject(
-        error instanceof OutboundRequestError
-          ? error
-          : new OutboundRequestError(`${url.href}: ${error.message}`, 'network'),
-      );
+      reject(error instanceof OutboundRequestError ? error : failure(error));
     });
     if (options.body !== undefined) request.write(options.body);
     request.end();
