@@ -73,6 +73,10 @@ export interface Config {
   llmTimeoutMs: number;
   /** How long a turn not in pause mode waits for client function results (CLIENT_FUNCTION_TIMEOUT_MS). */
   clientFunctionTimeoutMs: number;
+  /** Streamed message turns one tenant may run at once on one process (TURN_MAX_STREAMS_PER_TENANT). */
+  turnMaxStreamsPerTenant: number;
+  /** Turns of one tenant one process holds waiting for client function results (TURN_MAX_WAITING_PER_TENANT). */
+  turnMaxWaitingPerTenant: number;
   /** Test cases one simulation run plays at once (SIMULATION_CONCURRENCY). */
   simulationConcurrency: number;
   /** How long one dashboard analytics report may take before it answers `export_failed` (ANALYTICS_TIMEOUT_MS). */
@@ -278,6 +282,8 @@ export function loadConfig(env: Env = process.env): Config {
     llmModel: str(env, 'LLM_MODEL'),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 60_000, 100, 600_000),
     clientFunctionTimeoutMs: int(env, 'CLIENT_FUNCTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    turnMaxStreamsPerTenant: int(env, 'TURN_MAX_STREAMS_PER_TENANT', 20, 1, 100_000),
+    turnMaxWaitingPerTenant: int(env, 'TURN_MAX_WAITING_PER_TENANT', 50, 1, 100_000),
     simulationConcurrency: int(env, 'SIMULATION_CONCURRENCY', 4, 1, 32),
     analyticsTimeoutMs: int(env, 'ANALYTICS_TIMEOUT_MS', 15_000, 1, 600_000),
     searchTimeoutMs: int(env, 'SEARCH_TIMEOUT_MS', 5_000, 1, 600_000),

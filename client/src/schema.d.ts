@@ -302,7 +302,7 @@ export interface paths {
         put?: never;
         /**
          * Commit files to an app
-         * @description Applies 1 to 200 file changes to an app in one atomic commit: a string `content` adds or replaces the file at `path`, `null` deletes it. A path cannot be a file and hold files at once (`x.txt` and `x.txt/inner`). Returns the commit with each effective change (added, modified, deleted).
+         * @description Applies 1 to 200 file changes to an app in one atomic commit: a string `content` adds or replaces the file at `path`, `null` deletes it. A path cannot be a file and hold files at once (`x.txt` and `x.txt/inner`). Paths are stored and compared in Unicode NFC; control, format (bidi, zero-width, BOM) and line separator characters are refused, and so is a segment that reads as `.` or `..` once folded by NFKC (`．．`). Returns the commit with each effective change (added, modified, deleted).
          *
          *     Requires scope `apps:write`.
          */
@@ -1052,7 +1052,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message (SDK Send Message)
-         * @description Sends a customer message and runs the agent’s turn. Without `conversation_id` it starts a conversation (with `agent_id` or the default agent); with one it continues it, abandoning a paused turn. `hidden: true` sends an application event to an existing conversation; the agent replies at once with a `system` message. `client_functions` lend the agent functions the application runs; with `client_functions_mode: "pause"` a turn that calls them ends `WAITING_CLIENT` and resumes with `POST /messages/{id}/continue`. Returns the agent message; with `Accept: text/event-stream` the turn streams as Server-Sent Events (`message.created`, `message.delta`, `function_call`, `function_result`, `citation`, `handoff`, and last `done` with `status` COMPLETED, WAITING_CLIENT or FAILED). A message sent while the agent is still answering in the same conversation is refused with 409.
+         * @description Sends a customer message and runs the agent’s turn. Without `conversation_id` it starts a conversation (with `agent_id` or the default agent); with one it continues it, abandoning a paused turn. `hidden: true` sends an application event to an existing conversation; the agent replies at once with a `system` message. `client_functions` lend the agent functions the application runs; with `client_functions_mode: "pause"` a turn that calls them ends `WAITING_CLIENT` and resumes with `POST /messages/{id}/continue`. Returns the agent message; with `Accept: text/event-stream` the turn streams as Server-Sent Events (`message.created`, `message.delta`, `function_call`, `function_result`, `citation`, `handoff`, and last `done` with `status` COMPLETED, WAITING_CLIENT or FAILED). A message sent while the agent is still answering in the same conversation is refused with 409. A streamed turn over the workspace's streamed turns on one server (TURN_MAX_STREAMS_PER_TENANT), or a turn lending client functions in the default mode over its turns waiting for results (TURN_MAX_WAITING_PER_TENANT), is refused with 429 `turn_limit_exceeded` and `Retry-After`.
          *
          *     Requires scope `conversations:write`.
          */
@@ -1096,7 +1096,7 @@ export interface paths {
         put?: never;
         /**
          * Continue a paused turn
-         * @description Resumes a paused agent turn once every function call of it has a result (otherwise 409 `conflict`), with those results and the `client_functions` and `context` sent now (when absent, the ones the turn was paused with). A turn abandoned by a newer message, or not paused, answers 409. Answers like `POST /messages`: the agent message, or an SSE stream with `Accept: text/event-stream`.
+         * @description Resumes a paused agent turn once every function call of it has a result (otherwise 409 `conflict`), with those results and the `client_functions` and `context` sent now (when absent, the ones the turn was paused with). A turn abandoned by a newer message, or not paused, answers 409. Answers like `POST /messages`: the agent message, or an SSE stream with `Accept: text/event-stream` (429 `turn_limit_exceeded` over the workspace's streamed turns, as there).
          *
          *     Requires scope `conversations:write`.
          */
@@ -2444,7 +2444,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The error body; `code` is one of `rate_limit_exceeded`, `concurrency_limit_exceeded` (see /docs/errors). */
+        /** @description The error body; `code` is one of `rate_limit_exceeded`, `concurrency_limit_exceeded`, `turn_limit_exceeded` (see /docs/errors). */
         Error429: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

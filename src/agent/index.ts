@@ -25,7 +25,8 @@ export function createProvider(config: LlmConfig): Provider {
 
 export interface AgentAreaDeps {
   db: Db;
-  config: LlmConfig & Pick<Config, 'clientFunctionTimeoutMs' | 'sseHeartbeatMs'>;
+  config: LlmConfig &
+    Pick<Config, 'clientFunctionTimeoutMs' | 'sseHeartbeatMs' | 'turnMaxStreamsPerTenant' | 'turnMaxWaitingPerTenant'>;
   searchKnowledge: AgentEngineDeps['searchKnowledge'];
   recordGap: AgentEngineDeps['recordGap'];
   minRank?: number;
@@ -43,6 +44,8 @@ export function createAgentArea({ db, config, searchKnowledge, recordGap, minRan
     searchKnowledge,
     recordGap,
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
+    maxStreamsPerTenant: config.turnMaxStreamsPerTenant,
+    maxWaitingPerTenant: config.turnMaxWaitingPerTenant,
     ...(minRank !== undefined ? { minRank } : {}),
     ...(emitEvent ? { emitEvent } : {}),
   });

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'request_too_large'
   | 'rate_limit_exceeded'
   | 'concurrency_limit_exceeded'
+  | 'turn_limit_exceeded'
   | 'forbidden_origin'
   | 'service_unavailable'
   | 'internal_error';

@@ -101,6 +101,12 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     type: 'rate_limit_error',
     condition: 'The MCP endpoint has too many simultaneous requests; wait for the `Retry-After` seconds.',
   },
+  turn_limit_exceeded: {
+    status: 429,
+    type: 'rate_limit_error',
+    condition:
+      'The workspace has as many streamed message turns, or turns waiting for client function results, as one server runs for it (TURN_MAX_STREAMS_PER_TENANT, TURN_MAX_WAITING_PER_TENANT); nothing was done. Retry after the `Retry-After` seconds.',
+  },
   forbidden_origin: {
     status: 403,
     type: 'permission_error',

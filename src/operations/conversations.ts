@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../agent/engine.js';
 import type { TurnEvent } from '../agent/types.js';
-import { checkBulkItems } from '../domain/errors.js';
+import { checkBulkItems, DomainError } from '../domain/errors.js';
 import { asksForEventStream, openEventStream } from '../http/negotiation.js';
 import { defineOperation, type OperationContext, withStatus } from './registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
@@ -98,6 +98,9 @@ const MessageParams = Type.Object({ message_id: Uuid });
 const wantsStream = (ctx: OperationContext<unknown, unknown, unknown>) =>
   asksForEventStream(ctx.http?.request.headers.accept);
 
+/** `Retry-After` of a turn refused at its tenant's cap: places free as turns end. */
+const TURN_RETRY_AFTER_S = 5;
+
 /**
  * Answers a turn: as JSON (the message once the turn ends, or once it waits for client results
  * when not paused), or as an SSE stream. `start` throws the request's errors before anything is
@@ -105,8 +108,18 @@ const wantsStream = (ctx: OperationContext<unknown, unknown, unknown>) =>
  */
 async function answerTurn(
   ctx: OperationContext<unknown, unknown, unknown>,
-  start: (onEvent: ((event: TurnEvent) => void) | undefined) => Promise<RunningTurn>,
+  begin: (onEvent: ((event: TurnEvent) => void) | undefined) => Promise<RunningTurn>,
 ) {
+  const start = async (onEvent: ((event: TurnEvent) => void) | undefined) => {
+    try {
+      return await begin(onEvent);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'turn_limit_exceeded') {
+        ctx.http?.reply.header('retry-after', TURN_RETRY_AFTER_S);
+      }
+      throw error;
+    }
+  };
   if (!ctx.http || !wantsStream(ctx)) return (await start(undefined)).settled;
 
   const { request, reply } = ctx.http;
@@ -238,12 +251,15 @@ export const conversationOperations = [
       '`POST /messages/{id}/continue`. Returns the agent message; with `Accept: text/event-stream` the turn ' +
       'streams as Server-Sent Events (`message.created`, `message.delta`, `function_call`, `function_result`, ' +
       '`citation`, `handoff`, and last `done` with `status` COMPLETED, WAITING_CLIENT or FAILED). ' +
-      'A message sent while the agent is still answering in the same conversation is refused with 409.',
+      'A message sent while the agent is still answering in the same conversation is refused with 409. ' +
+      "A streamed turn over the workspace's streamed turns on one server (TURN_MAX_STREAMS_PER_TENANT), or a turn " +
+      'lending client functions in the default mode over its turns waiting for results (TURN_MAX_WAITING_PER_TENANT), ' +
+      'is refused with 429 `turn_limit_exceeded` and `Retry-After`.',
     body: SendBody,
     response: Message,
     eventStream: TURN_EVENT_STREAM,
     // An unknown `conversation_id` answers 404 rather than 422 (README, departures: issue #5).
-    errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict'],
+    errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict', 'turn_limit_exceeded'],
     handler: (ctx) =>
       answerTurn(ctx as OperationContext<unknown, unknown, unknown>, (onEvent) =>
         ctx.services.agent.sendMessage(ctx.tenantId, ctx.body as Body<typeof SendBody>, { onEvent }),
@@ -293,12 +309,13 @@ export const conversationOperations = [
       'Resumes a paused agent turn once every function call of it has a result (otherwise 409 `conflict`), ' +
       'with those results and the `client_functions` and `context` sent now (when absent, the ones the turn ' +
       'was paused with). A turn abandoned by a newer message, or not paused, answers 409. Answers like ' +
-      '`POST /messages`: the agent message, or an SSE stream with `Accept: text/event-stream`.',
+      '`POST /messages`: the agent message, or an SSE stream with `Accept: text/event-stream` (429 ' +
+      "`turn_limit_exceeded` over the workspace's streamed turns, as there).",
     params: MessageParams,
     body: ContinueBody,
     response: Message,
     eventStream: TURN_EVENT_STREAM,
-    errors: ['conflict'],
+    errors: ['conflict', 'turn_limit_exceeded'],
     handler: (ctx) =>
       answerTurn(ctx as OperationContext<unknown, unknown, unknown>, (onEvent) =>
         ctx.services.agent.continueTurn(ctx.tenantId, ctx.params.message_id, ctx.body ?? {}, { onEvent }),
