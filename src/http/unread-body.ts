@@ -15,6 +15,14 @@ export const LINGER_MS = 5_000;
 const WATCH_MS = 50;
 
 export function registerUnreadBody(app: FastifyInstance): void {
+  // Fastify closes the connection after a body it refused while reading (a 413 before the body
+  // arrived): the client, still sending, would be reset. The rest is drained instead, as below.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode === 413 && !request.raw.complete && reply.getHeader('connection') === 'close') {
+      reply.removeHeader('connection');
+    }
+    done(null, payload);
+  });
   app.addHook('onResponse', (request, _reply, done) => {
     const raw = request.raw;
     const socket = raw.socket;
