@@ -45,6 +45,8 @@ const ONLY = new RegExp(process.env.FUZZ_ONLY ?? '');
 const EVERY_OPERATION = process.env.FUZZ_ONLY === undefined;
 /** BODY_LIMIT_BYTES here: small, so that a body over it is cheap to send, and above the huge fields sent. */
 const BODY_LIMIT = 256 * 1024;
+/** Values in the 'huge flat array' body: more than any operation takes, in fewer bytes than BODY_LIMIT. */
+const HUGE_ARRAY = 110_000;
 /** An answer not complete by then is a failure (a hang), rather than a suite that never ends. */
 const ANSWER_TIMEOUT_MS = 10_000;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
@@ -304,6 +306,9 @@ function rawBodies(salt: number, run: number): RawBody[] {
     { kind: 'JSON scalar body', bytes: pick(['null', '42', '"text"', 'true'], salt), contentType: json, refused: true },
     { kind: 'deep nesting', bytes: `${'['.repeat(3000)}${']'.repeat(3000)}`, contentType: json, refused: true },
     { kind: 'forbidden key', bytes: '{"__proto__": {"polluted": true}}', contentType: json, refused: true },
+    { kind: 'prototype key', bytes: '{"constructor": {"prototype": {"x": 1}}}', contentType: json, refused: true },
+    // More values than any operation takes, under the byte limit: refused before it is parsed.
+    { kind: 'huge flat array', bytes: `{"a":[${'1,'.repeat(HUGE_ARRAY - 1)}1]}`, contentType: json, refused: true },
   ];
   // Bodies that are not wrong in themselves, and one over the limit, once: they cost bytes, not coverage.
   if (run === 0) {
@@ -398,9 +403,16 @@ function restVariants(op: Op, salt: number, run: number): Variant[] {
       out.push({ kind: 'null field', url, json: { ...record, [field]: null }, refused: !allowsNull(fieldSchema) });
       const huge = pick(['x'.repeat(200_000), '☃'.repeat(60_000), '🎉'.repeat(40_000)], salt);
       out.push({ kind: 'huge field', url, json: { ...record, [field]: huge } });
-      const odd = pick(['\u0000', '\ud800', 'RTL \u202e', 'e\u0301', '\ufeff'], salt);
+      // Look-alikes too: a decomposed accent, bidi and format characters, fullwidth dots.
+      const odd = pick(['\u0000', '\ud800', 'RTL \u202e', 'e\u0301', '\ufeff', '．．/x', 'a\u200b/..'], salt);
       const oddRefused = odd === '\u0000' || odd === '\ud800';
       out.push({ kind: 'odd unicode field', url, json: { ...record, [field]: odd }, refused: oddRefused });
+    }
+    if ('input_schema' in (schema.properties ?? {})) {
+      // A tenant's regex runs on a linear-time engine; one it cannot run is refused.
+      const pattern = pick(['^(a+)+$', '(a)\\1', '(?=a)a'], salt);
+      const inputSchema = { type: 'object', properties: { a: { type: 'string', pattern } } };
+      out.push({ kind: 'tenant regex', url, json: { ...record, input_schema: inputSchema } });
     }
     out.push({
       kind: 'extra field',
@@ -413,7 +425,7 @@ function restVariants(op: Op, salt: number, run: number): Variant[] {
   out.push({ kind: 'array body', url, json: [body ?? {}], refused: Boolean(schema) || op.method !== 'GET' });
   const reads = op.method !== 'GET';
   for (const raw of rawBodies(salt, run)) {
-    const over = reads && raw.kind === 'body over the limit';
+    const over = reads && (raw.kind === 'body over the limit' || raw.kind === 'huge flat array');
     out.push({ ...rawVariant(url, raw), refused: reads && raw.refused, ...(over ? { expect: [413] } : {}) });
   }
   if (run === 0) {
