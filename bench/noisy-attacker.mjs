@@ -42,7 +42,6 @@ await Promise.all(
         () => 0,
       );
       statuses[status] = (statuses[status] ?? 0) + 1;
-      if (status === 0 && process.env.NOISY_DEBUG) console.error("reset", method, path);
       sent++;
     }
   }),

@@ -59,7 +59,7 @@ function read(): Promise<{ status: number; ms: number }> {
 /** Starts the attacking process; resolves once its bodies are made and its loops about to run. */
 async function startAttack(): Promise<ChildProcess> {
   const script = path.resolve('bench/noisy-attacker.mjs');
-  const child = fork(script, [`http://127.0.0.1:${port}`, attacker, String(ATTACKERS)], { stdio: process.env.NOISY_DEBUG ? 'inherit' : 'ignore' });
+  const child = fork(script, [`http://127.0.0.1:${port}`, attacker, String(ATTACKERS)], { stdio: 'ignore' });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', reject);
