@@ -17,11 +17,10 @@ const WATCH_MS = 50;
 export function registerUnreadBody(app: FastifyInstance): void {
   // Fastify closes the connection after a body it refused while reading (a 413 before the body
   // arrived): the client, still sending, would be reset. The rest is drained instead, as below.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (reply.statusCode === 413 && !request.raw.complete && reply.getHeader('connection') === 'close') {
+  app.addHook('onError', (request, reply, error, done) => {
+    if ((error as { statusCode?: number }).statusCode === 413 && !request.raw.complete)
       reply.removeHeader('connection');
-    }
-    done(null, payload);
+    done();
   });
   app.addHook('onResponse', (request, _reply, done) => {
     const raw = request.raw;
