@@ -8,7 +8,11 @@ import { noRouteAnswerer } from './errors.js';
 /** How many times `name` (lower case) appears among raw headers. */
 function headerCount(rawHeaders: string[], name: string): number {
   let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === name) count++;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const header = rawHeaders[i] as string;
+    // Compared only when the length matches: no string made for each header of each request.
+    if (header.length === name.length && header.toLowerCase() === name) count++;
+  }
   return count;
 }
 
