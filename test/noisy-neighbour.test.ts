@@ -97,6 +97,7 @@ describe('a noisy neighbour', () => {
     expect(sent).toBeGreaterThan(ATTACKERS * 2);
     expect(latencies.length).toBeGreaterThan(20);
     const summary = `victim p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; ${sent} attacks`;
+    console.info(`noisy neighbour: ${summary}`);
     expect(p99, summary).toBeLessThan(VICTIM_P99_MS);
   }, 60_000);
 });
