@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { SERVER, startFlags } from './support.js';
 
 interface AutocannonResult {
   requests: { average: number };
@@ -30,14 +31,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 4);
 const LARGE_BATCHES = Number(process.env.BENCH_LARGE_BATCHES ?? 20);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
-const SERVER = path.resolve('dist/src/cli/main.js');
-const SERVER_FLAGS = (
-  /node ((?:--\S+ )*)dist\/src\/cli\/main\.js/.exec(
-    (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start,
-  )?.[1] ?? ''
-)
-  .split(' ')
-  .filter(Boolean);
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -102,7 +95,7 @@ async function main() {
   const children: ChildProcess[] = [];
   try {
     const port = await freePort();
-    const server = spawn(process.execPath, [...SERVER_FLAGS, SERVER, 'serve'], {
+    const server = spawn(process.execPath, [...startFlags(), SERVER, 'serve'], {
       env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });

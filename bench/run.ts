@@ -31,6 +31,7 @@ import { ThreadSocket } from '../src/db/pglite-thread.js';
 import { prepareStatements } from '../src/db/prepared.js';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { coalescedPointQuery, createPointTable, POINT_SQL, pointQuery } from './point.js';
+import { SERVER, startFlags } from './support.js';
 
 interface AutocannonResult {
   requests: { average: number; total: number };
@@ -52,18 +53,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 0);
 const wanted = (scenario: string) => !ONLY || ONLY.includes(scenario);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 const SERVER_STDOUT = process.env.BENCH_SERVER_STDOUT;
-// The server runs as `npm start` runs it: compiled JavaScript (built first, below).
-const SERVER = path.resolve('dist/src/cli/main.js');
-// The Node.js flags of `npm start` (package.json), so the server is measured as it is run.
-const SERVER_FLAGS = (
-  /node ((?:--\S+ )*)dist\/src\/cli\/main\.js/.exec(
-    (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start,
-  )?.[1] ?? ''
-)
-  .split(' ')
-  .filter(Boolean)
-  // More flags for the server, to profile it: BENCH_SERVER_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof'.
-  .concat((process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean));
+// The server runs as `npm start` runs it (compiled first, below), with npm start's Node.js flags.
+const SERVER_FLAGS = startFlags().concat((process.env.BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean));
 
 interface Line {
   name: string;

@@ -1,6 +1,8 @@
 // What the in-process benchmarks share: a database of their own (a fresh schema on PostgreSQL,
 // dropped at the end; in-memory PGlite otherwise), migrated, and the app listening on 127.0.0.1.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
@@ -42,4 +44,13 @@ export async function startBenchApp(database: DatabaseHandle, env: Record<string
   const address = built.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
   return { ...built, config, origin: `http://127.0.0.1:${address.port}` };
+}
+
+/** The server as `npm start` runs it: compiled JavaScript (`npm run build` first). */
+export const SERVER = path.resolve('dist/src/cli/main.js');
+
+/** The Node.js flags of `npm start` (package.json), so that the server is measured as it is run. */
+export function startFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } };
+  return (/node ((?:--\S+ )*)dist\/src\/cli\/main\.js/.exec(scripts.start)?.[1] ?? '').split(' ').filter(Boolean);
 }
