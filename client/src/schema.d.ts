@@ -3178,7 +3178,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3307,7 +3307,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3470,7 +3470,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3708,7 +3708,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -4254,7 +4254,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4482,7 +4482,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4671,7 +4671,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4977,7 +4977,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5134,7 +5134,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -5603,7 +5603,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5691,7 +5691,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -5811,7 +5811,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6070,7 +6070,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6149,7 +6149,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6345,7 +6345,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6430,7 +6430,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6502,7 +6502,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6612,7 +6612,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6713,7 +6713,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6981,7 +6981,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7119,7 +7119,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7194,7 +7194,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7329,7 +7329,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7510,7 +7510,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7705,7 +7705,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7896,7 +7896,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8123,7 +8123,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8453,7 +8453,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -8619,7 +8619,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8707,7 +8707,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8827,7 +8827,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -9105,7 +9105,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9231,7 +9231,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -9467,7 +9467,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9649,7 +9649,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10034,7 +10034,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -10300,7 +10300,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10497,7 +10497,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10643,7 +10643,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -10973,7 +10973,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -11109,7 +11109,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat with the same path and body; the same key with another request, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
                 "Idempotency-Key"?: string;
             };
             path?: never;

@@ -131,7 +131,8 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
           required: false,
           description:
             'Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat ' +
-            'with the same path and body; the same key with another request, or while the first runs, answers ' +
+            'by the same API key with the same path and body; the same key with another request or from another ' +
+            'API key, or while the first runs, answers ' +
             '409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with ' +
             '`param: "Idempotency-Key"`).',
           schema: { type: 'string', minLength: 1, maxLength: 255 },
