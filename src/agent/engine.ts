@@ -10,11 +10,9 @@
 //   ends WAITING_CLIENT and resumes through `continueTurn` once every call has a result; a new
 //   message abandons it. In the default mode (`wait`) the turn itself waits for the results
 //   (posted to the same function-results endpoint) for CLIENT_FUNCTION_TIMEOUT_MS;
-// - per-tenant caps in this process: streamed turns (a turn run with a listener holds a place
-//   until it ends) and turns waiting for client results in the default mode (a place from the
-//   moment the turn would wait until it goes on). A request over a cap is refused with
-//   `turn_limit_exceeded` before anything is stored; a turn that comes to wait while its tenant's
-//   places are all taken (turns started together) ends FAILED with that code;
+// - per-tenant caps in this process on streamed and waiting turns (src/agent/turn-places.ts): a
+//   request over a cap is refused before anything is stored; a turn that comes to wait while its
+//   tenant's places are all taken (turns started together) ends FAILED with `turn_limit_exceeded`;
 // - the turn's result is written to the database whatever happens to the client that asked.
 
 import { setMaxListeners } from 'node:events';
@@ -35,6 +33,7 @@ import type { EmitEvent } from '../domain/events.js';
 import { KnowledgeSearchFailure } from '../domain/text-search.js';
 import { newId } from '../lib/ids.js';
 import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
+import { createTurnPlaces } from './turn-places.js';
 import {
   type Citation,
   type ClientFunction,
@@ -237,15 +236,9 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   const shutdown = new AbortController();
   // Every running turn listens to it (its waits, its provider calls): no cap on listeners.
   setMaxListeners(0, shutdown.signal);
-  /** In-process wake-ups for turns waiting on client results (results sent elsewhere: checkWaiting). */
+  /** In-process wake-ups for turns waiting on client results (results sent elsewhere: src/agent/turn-places.ts). */
   const waiters = new Map<string, Set<() => void>>();
   const running = new Set<Promise<unknown>>();
-  /** Streamed turns running, by tenant. */
-  const streamsOf = new Map<string, number>();
-  /** Turns waiting for client results in this process (default mode), by tenant: their message ids. */
-  const waitingOf = new Map<string, Set<string>>();
-  let watcher: NodeJS.Timeout | undefined;
-  let watching = false;
 
   const logError =
     deps.logError ??
@@ -257,6 +250,15 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   function notify(messageId: string) {
     for (const wake of waiters.get(messageId) ?? []) wake();
   }
+
+  /** Per-tenant caps on streamed and waiting turns; the waiting ones woken by results sent elsewhere. */
+  const places = createTurnPlaces({
+    db,
+    maxStreams: deps.maxStreamsPerTenant,
+    maxWaiting: deps.maxWaitingPerTenant,
+    pollMs: POLL_MS,
+    wake: notify,
+  });
 
   function sleepUnlessWoken(messageId: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -273,114 +275,6 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       set.add(done);
       shutdown.signal.addEventListener('abort', done, { once: true });
     });
-  }
-
-  // ---- per-tenant caps -------------------------------------------------------------------
-
-  /** Runs `start` holding one of the tenant's stream places when the turn streams, until it ends. */
-  async function streamed(
-    tenantId: string,
-    options: TurnOptions,
-    start: () => Promise<RunningTurn>,
-  ): Promise<RunningTurn> {
-    if (!options.onEvent) return start();
-    const open = streamsOf.get(tenantId) ?? 0;
-    if (deps.maxStreamsPerTenant !== undefined && open >= deps.maxStreamsPerTenant) {
-      throw new DomainError(
-        'turn_limit_exceeded',
-        `This workspace has ${open} streamed turns running on this server, its limit (TURN_MAX_STREAMS_PER_TENANT); retry when one ends, or send without Accept: text/event-stream.`,
-      );
-    }
-    streamsOf.set(tenantId, open + 1);
-    let left = false;
-    const leave = () => {
-      if (left) return;
-      left = true;
-      const rest = (streamsOf.get(tenantId) ?? 1) - 1;
-      if (rest === 0) streamsOf.delete(tenantId);
-      else streamsOf.set(tenantId, rest);
-    };
-    try {
-      const turn = await start();
-      turn.finished.then(leave, leave);
-      return turn;
-    } catch (error) {
-      leave();
-      throw error;
-    }
-  }
-
-  function waitingFull(tenantId: string): string | undefined {
-    const held = waitingOf.get(tenantId)?.size ?? 0;
-    if (deps.maxWaitingPerTenant === undefined || held < deps.maxWaitingPerTenant) return undefined;
-    return `This workspace has ${held} turns waiting for client function results on this server, its limit (TURN_MAX_WAITING_PER_TENANT); send their results, use client_functions_mode "pause", or retry when one ends.`;
-  }
-
-  /** Takes the turn's place among its tenant's waiting turns; gives a function that frees it. */
-  function holdWaitingPlace(rt: Runtime): () => void {
-    const full = waitingFull(rt.tenantId);
-    if (full) throw new TurnFailure('turn_limit_exceeded', full);
-    const places = waitingOf.get(rt.tenantId) ?? new Set<string>();
-    places.add(rt.messageId);
-    waitingOf.set(rt.tenantId, places);
-    if (!watcher) {
-      watcher = setInterval(checkWaiting, POLL_MS);
-      watcher.unref();
-    }
-    return () => {
-      places.delete(rt.messageId);
-      if (places.size === 0 && waitingOf.get(rt.tenantId) === places) waitingOf.delete(rt.tenantId);
-      if (waitingOf.size === 0 && watcher) {
-        clearInterval(watcher);
-        watcher = undefined;
-      }
-    };
-  }
-
-  /**
-   * Wakes the waiting turns whose results came in through another instance, or whose conversation
-   * a newer turn took: one query per tenant for all its waiting turns, so a hundred waiting turns
-   * cost about what one does, where each polling on its own took two queries every POLL_MS.
-   */
-  async function checkWaiting() {
-    if (watching) return;
-    watching = true;
-    try {
-      for (const [tenantId, places] of waitingOf) {
-        const ids = [...places];
-        if (ids.length === 0) continue;
-        const still = await db
-          .selectFrom('messages as m')
-          .select('m.id')
-          .where('m.tenant_id', '=', tenantId)
-          .where('m.id', 'in', ids)
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('function_calls as f')
-                .select('f.call_id')
-                .where('f.tenant_id', '=', tenantId)
-                .whereRef('f.message_id', '=', 'm.id')
-                .where('f.status', '=', 'pending'),
-            ),
-          )
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('conversations as c')
-                .select('c.id')
-                .where('c.tenant_id', '=', tenantId)
-                .whereRef('c.id', '=', 'm.conversation_id')
-                .whereRef('c.active_turn_id', '=', 'm.id'),
-            ),
-          )
-          .execute();
-        const waiting = new Set(still.map((row) => row.id));
-        for (const id of ids) if (!waiting.has(id)) notify(id);
-      }
-    } catch {
-      // The next check retries; a turn still wakes at its deadline.
-    } finally {
-      watching = false;
-    }
   }
 
   // ---- retrieval -------------------------------------------------------------------------
@@ -715,7 +609,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           `The client did not send the results of ${pending.map((p) => p.call_id).join(', ')} within ${deps.clientFunctionTimeoutMs} ms.`,
         );
       }
-      // Woken by results sent to this process, by checkWaiting (results sent to another instance,
+      // Woken by results sent to this process, by the turn places' check (results sent to another instance,
       // a newer turn), by shutdown, or at the deadline.
       await sleepUnlessWoken(rt.messageId, left);
     }
@@ -858,7 +752,9 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           await saveState(rt, 'WAITING_CLIENT', clientPending);
           return { status: 'WAITING_CLIENT' };
         }
-        const leave = holdWaitingPlace(rt);
+        const place = places.holdWaiting(rt.tenantId, rt.messageId);
+        if ('full' in place) throw new TurnFailure('turn_limit_exceeded', place.full);
+        const { leave } = place;
         try {
           await saveState(rt, 'WAITING_CLIENT', clientPending);
           rt.onWaiting();
@@ -1033,9 +929,11 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   ): Promise<RunningTurn> {
     // A turn that may wait for client results is refused while its tenant's waiting places are taken.
     const full =
-      (input.client_functions_mode ?? 'wait') === 'wait' && input.client_functions?.length && waitingFull(tenantId);
+      (input.client_functions_mode ?? 'wait') === 'wait' &&
+      input.client_functions?.length &&
+      places.waitingFull(tenantId);
     if (full) throw new DomainError('turn_limit_exceeded', full);
-    return streamed(tenantId, options, () => startMessage(tenantId, input, options));
+    return places.streamed(tenantId, Boolean(options.onEvent), () => startMessage(tenantId, input, options));
   }
 
   async function startMessage(tenantId: string, input: SendMessageInput, options: TurnOptions): Promise<RunningTurn> {
@@ -1299,7 +1197,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     input: ContinueInput,
     options: TurnOptions = {},
   ): Promise<RunningTurn> {
-    return streamed(tenantId, options, () => resumeTurn(tenantId, messageId, input, options));
+    return places.streamed(tenantId, Boolean(options.onEvent), () => resumeTurn(tenantId, messageId, input, options));
   }
 
   async function resumeTurn(
@@ -1430,7 +1328,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     async close(): Promise<void> {
       shutdown.abort();
       await Promise.allSettled([...running]);
-      clearInterval(watcher);
+      places.close();
     },
   };
 }
