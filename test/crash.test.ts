@@ -1,4 +1,4 @@
-// Crash safety (issue 10): the server takes concurrent writes (commits, custom data source rows,
+// Crash safety: the server takes concurrent writes (commits, custom data source rows,
 // task comments), is killed with SIGKILL, restarts, and every write it acknowledged with a 2xx is
 // there, whole; a write it never answered is either absent or whole, never half-written.
 // On PostgreSQL (TEST_DATABASE_URL) and on PGlite (DATA_DIR on disk).

@@ -1,4 +1,4 @@
-// Fuzzing from the OpenAPI document (issue 10): for every operation of the document — the API's,
+// Fuzzing from the OpenAPI document: for every operation of the document — the API's,
 // the control plane's (/admin/v1) and MCP's (/api/v1/mcp) — requests generated from its own
 // schemas, valid ones and the mistakes clients make (missing fields, wrong types, nulls, extra
 // fields, huge and unicode strings, bad UUIDs, malformed JSON, wrong content types and charsets,

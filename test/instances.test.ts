@@ -1,4 +1,4 @@
-// Several instances (issue 10): two server processes on one PostgreSQL and one Redis share the
+// Several instances: two server processes on one PostgreSQL and one Redis share the
 // per-IP rate limit, the MCP slots and the job queue (no job runs twice), and a key revoked or
 // locked on one is refused on the other within a second.
 import { randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Tenant isolation over the whole API (issue 10; DESIGN.md §3: "A request can never read or change
+// Tenant isolation over the whole API (DESIGN.md §3: "A request can never read or change
 // another tenant's data, whatever ids it sends: that answers 404 not_found"), derived from the
 // OpenAPI document rather than listed by hand, so that a new operation is covered the day it
 // appears: tenant A holds one of every resource a path parameter can name (test/support/seed.ts);

@@ -1,4 +1,4 @@
-// The scope matrix (spec: Authentication rules 3–4; issue #10): every operation of the registry
+// The scope matrix (spec: Authentication rules 3–4): every operation of the registry
 // refuses a key without its scope with 403 insufficient_scope, a read scope never allows a write,
 // and the operation's own scope (or its resource's write scope) lets the request through. The
 // registry is every /api/v1 operation of the OpenAPI document but the MCP endpoint; every /admin/v1

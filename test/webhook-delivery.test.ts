@@ -1,4 +1,4 @@
-// Webhook delivery (issue 12): events reach a local receiver (node:http on 127.0.0.1, with
+// Webhook delivery: events reach a local receiver (node:http on 127.0.0.1, with
 // ALLOW_PRIVATE_TARGETS=true) signed per Standard Webhooks, every signature verified with the
 // `standardwebhooks` library; retries with the same `webhook-id`, replays, secret rotation, a
 // restart between a failed attempt and its retry, the delivery-time SSRF check, the 5-day

@@ -1,4 +1,4 @@
-// Webhook endpoints over HTTP (issue 12; DESIGN.md §7): create with a secret shown once, list,
+// Webhook endpoints over HTTP (DESIGN.md §7): create with a secret shown once, list,
 // get, update, delete, rotate the secret, the SSRF guard on URLs, event-type checks, scopes,
 // tenant isolation, and the event catalogue in the OpenAPI document's `webhooks` section.
 import { Validator } from '@seriousme/openapi-schema-validator';

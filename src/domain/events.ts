@@ -1,5 +1,5 @@
-// The one function every area calls when something happens that integrators may subscribe to
-// (issue 12): `emitEvent(executor, tenantId, type, data)`. It records the event and adds one
+// The one function every area calls when something happens that integrators may subscribe to:
+// `emitEvent(executor, tenantId, type, data)`. It records the event and adds one
 // delivery, with its job on the durable queue, per enabled endpoint of the tenant subscribed to
 // the type. Pass the caller's transaction as `executor`: the event then exists exactly when the
 // change it reports commits, and a rollback takes it back with everything else. Called outside a

@@ -207,7 +207,7 @@ export function createKnowledgeGapService({
           })
           .execute();
         const record = toRecord(row);
-        // A new request and its webhook event (issue 12) commit together.
+        // A new request and its webhook event commit together.
         if (!existing) {
           await emitEvent?.(trx, tenantId, 'knowledge_update_request.created', { knowledge_update_request: record });
         }

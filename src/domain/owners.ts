@@ -1,4 +1,4 @@
-// Workspace owners and their browser sessions (issue 11; spec: Authentication 5, "Keys and their
+// Workspace owners and their browser sessions (spec: Authentication 5, "Keys and their
 // scopes are managed by the workspace owner in the admin settings under integrations, API").
 // Passwords: scrypt from node:crypto with a random salt per password, stored as
 // `scrypt$N$r$p$<salt>$<hash>` and compared in constant time. Sessions: a random token that only

@@ -36,7 +36,7 @@ export function createServices({
   jobs: JobQueue;
   secrets: SecretBox;
 }) {
-  // Webhook events (issue 12): every area that reports events is given this one emitter.
+  // Webhook events: every area that reports events is given this one emitter.
   const emitEvent = createEventEmitter({ jobs });
   // Full-text searches and dashboard reports share one process's slots and time limits.
   const heavy = createHeavyQueries(db, {
@@ -91,7 +91,7 @@ export function createServices({
     tasks: createTaskService({ db, emitEvent }),
     taskLinks: createTaskLinkService({ db, adminBaseUrl: config.adminBaseUrl, emitEvent }),
     ...agentArea,
-    // Simulations (issue 7) play test cases through the turn engine on the job queue.
+    // Simulations play test cases through the turn engine on the job queue.
     simulations: createSimulationService({
       db,
       jobs,
@@ -102,7 +102,7 @@ export function createServices({
       minRank: RELEVANT_RANK,
       emitEvent,
     }),
-    // Coverage (issue 8) judges questions with the agent's own retrieval and threshold.
+    // Coverage judges questions with the agent's own retrieval and threshold.
     coverage: createCoverageService({
       db,
       jobs,

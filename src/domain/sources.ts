@@ -137,7 +137,7 @@ export interface SourceServiceDeps {
   /** Crawl caps and timeouts (defaults in connectors/website.ts). */
   crawl?: Omit<CrawlOptions, 'allowPrivate' | 'signal'>;
   log?: { warn(obj: object, msg: string): void };
-  /** Webhook events `source.sync.completed` / `source.sync.failed` (issue 12). */
+  /** Webhook events `source.sync.completed` / `source.sync.failed`. */
   emitEvent?: EmitEvent;
 }
 

@@ -173,7 +173,7 @@ export function createTaskLinkService({
       const now = new Date();
       // A live link is left untouched (the update's `where` fails, nothing is returned);
       // a deleted one is revived.
-      // The insert and its webhook event (issue 12) commit together; only a new link is an event.
+      // The insert and its webhook event commit together; only a new link is an event.
       const written = await db.transaction().execute(async (trx) => {
         const inserted = await trx
           .insertInto('task_links')

@@ -277,7 +277,7 @@ export function createTaskService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
         if (!written?.ok) throw written?.error;
         const { task } = written.value;
         const record = written.value.record as TaskCommentRecord;
-        // Webhook event (issue 12), in this transaction: how a mention reaches people outside the product.
+        // Webhook event, in this transaction: how a mention reaches people outside the product.
         await emitEvent?.(trx, tenantId, 'task.comment.created', {
           task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
           comment: record,

@@ -211,7 +211,7 @@ async function grant(db: Db, tenantId: string, userId: string, names: readonly s
 }
 
 export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitEvent }) {
-  /** `user.permissions.changed` (issue 12) when the user's permissions differ from `before`. */
+  /** `user.permissions.changed` when the user's permissions differ from `before`. */
   async function emitPermissionChanges(trx: Db, tenantId: string, user: UserRecord, before: readonly string[]) {
     const after = user.permissions.map((p) => p.name);
     const added = after.filter((name) => !before.includes(name));
@@ -258,7 +258,7 @@ export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
           )
           .returning('id')
           .executeTakeFirstOrThrow();
-        // The permissions held before, to report what an update changed (webhook event, issue 12).
+        // The permissions held before, to report what an update changed (webhook event).
         const held = row.id === id ? [] : await permissionNames(trx, tenantId, row.id);
         if (permissions !== undefined) {
           let removal = trx
@@ -270,7 +270,7 @@ export function createUserService({ db, emitEvent }: { db: Db; emitEvent?: EmitE
           await grant(trx, tenantId, row.id, permissions);
         }
         const user = await readUser(trx, tenantId, row.id);
-        // Webhook event (issue 12), in this transaction: sent exactly when the user exists.
+        // Webhook event, in this transaction: sent exactly when the user exists.
         if (row.id === id) await emitEvent?.(trx, tenantId, 'user.created', { user });
         else await emitPermissionChanges(trx, tenantId, user, held);
         return { created: row.id === id, user };

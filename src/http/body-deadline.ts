@@ -7,7 +7,7 @@
 // each request's stream. Under load those listeners kept each POST's objects alive through the
 // young generation's collections, which then moved them to the old generation for a full
 // collection to free: with them, the comment write's main thread moved five to seven times the
-// bytes to the old generation and ran six times the full collections (bench/README.md, session 17).
+// bytes to the old generation and ran six times the full collections (bench/README.md).
 // A request is watched from its headers until its answer is sent, then forgotten at once; the
 // sweep (every quarter of `timeoutMs`, at most a second, so a refusal comes up to that much after
 // the deadline) refuses the ones past their time and forgets those whose connection went away.

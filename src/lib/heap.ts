@@ -7,7 +7,7 @@
 // (about 230–235 MB) the comment write on PGlite fell, in some runs on a busy machine, into a state
 // it kept for the whole run: a full collection every third of a second, each pause keeping the
 // requests in flight alive long enough to be moved to the old generation, which brought the next
-// one sooner, and p99 near 35 ms instead of 20 (bench/README.md, session 18). On PostgreSQL, whose
+// one sooner, and p99 near 35 ms instead of 20 (bench/README.md). On PostgreSQL, whose
 // peak at 20 % is about 125 MB, 50 %: about a third fewer full collections, each of which pauses
 // every request in flight, for about 10 MB. A `--heap-growing-percent` given to Node.js by whoever
 // starts the server is left as it is.

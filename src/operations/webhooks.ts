@@ -1,4 +1,4 @@
-// Webhooks (scope `webhooks`; issue 12, DESIGN.md §7): endpoints with their signing secret,
+// Webhooks (scope `webhooks`; DESIGN.md §7): endpoints with their signing secret,
 // secret rotation, the delivery log and replays. The event types and their payloads are in
 // src/domain/webhooks/event-types.ts and in the OpenAPI document's `webhooks` section.
 import { Type } from '@sinclair/typebox';

@@ -1,4 +1,4 @@
-// Knowledge (issue 3): the durable job queue, sources, documents with their translations and
+// Knowledge: the durable job queue, sources, documents with their translations and
 // full-text search vectors, and knowledge update requests (knowledge gaps).
 import type { Migration } from '../migrate.js';
 

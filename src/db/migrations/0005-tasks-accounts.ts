@@ -1,4 +1,4 @@
-// Tasks and accounts (issue 6): staff users with their permissions and notifications, tasks with
+// Tasks and accounts: staff users with their permissions and notifications, tasks with
 // a per-tenant gap-free `TASK-<n>` counter, comments with mentions, and idempotent task links.
 // Link targets live in the conversations (0004) and knowledge (0002) tables; links keep a plain
 // uuid to them (a target of any of five kinds cannot be one foreign key).

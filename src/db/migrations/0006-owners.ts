@@ -1,4 +1,4 @@
-// Workspace owners (issue 11): the people who sign in to the admin settings page
+// Workspace owners: the people who sign in to the admin settings page
 // (/admin/settings/integrations/api) to manage their tenant's API keys. Passwords are stored as
 // scrypt hashes; sessions as the SHA-256 of a random token that only the browser's cookie holds.
 import type { Migration } from '../migrate.js';

@@ -1,4 +1,4 @@
-// Knowledge coverage (issue 8, DESIGN.md §7): referentials of reference questions grouped by
+// Knowledge coverage (DESIGN.md §7): referentials of reference questions grouped by
 // domain, evaluation runs with one result per question, and question-extraction runs with their
 // live progress. Dashboard analytics reads the conversation tables and adds indexes for its
 // date-range scans.

@@ -1,4 +1,4 @@
-// Webhooks (issue 12): endpoints a tenant registers, the events recorded for them, and one
+// Webhooks: endpoints a tenant registers, the events recorded for them, and one
 // delivery per event and endpoint, whose attempts run on the job queue (src/jobs/queue.ts).
 //
 // The signing secret is stored as is: it must be recoverable to sign (HMAC), unlike an API key,

@@ -1,4 +1,4 @@
-// The delivery job (issue 12): one attempt to POST one event to one endpoint, signed per
+// The delivery job: one attempt to POST one event to one endpoint, signed per
 // Standard Webhooks, then its outcome written with the next step in the same transaction.
 //
 // - A job carries `{delivery_id, seq}`; only the job whose `seq` is the delivery's

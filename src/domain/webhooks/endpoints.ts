@@ -1,4 +1,4 @@
-// Webhook endpoints and their delivery log (issue 12; DESIGN.md §7, webhooks).
+// Webhook endpoints and their delivery log (DESIGN.md §7, webhooks).
 // An endpoint is a URL subscribed to event types (or `*`). Its signing secret appears in the
 // answers to create and rotate-secret only; a rotation keeps the old secret signing beside the
 // new one for 24 hours. URLs must be http(s) and resolve to public addresses unless

@@ -1,4 +1,4 @@
-// The catalogue of webhook events (issue 12): each type with what it means and the TypeBox schema
+// The catalogue of webhook events: each type with what it means and the TypeBox schema
 // of its `data`. One definition serves the emitter's types (`emitEvent` only takes a known type
 // with its data), the check of an endpoint's `events`, and the OpenAPI document's `webhooks`
 // section (src/http/docs.ts). Every event is sent as `{id, type, created_at, data}`.

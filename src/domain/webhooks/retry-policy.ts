@@ -1,4 +1,4 @@
-// When a failed delivery is tried again, and when an endpoint is given up on (issue 12):
+// When a failed delivery is tried again, and when an endpoint is given up on:
 // exponential backoff from `baseMs`, doubling per attempt up to `maxMs`, for 24 hours after the
 // event (or after a replay); an endpoint whose deliveries have failed for 5 days in a row, with
 // no success in between, is disabled with a `disabled_reason`.
