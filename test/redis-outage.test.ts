@@ -1,4 +1,4 @@
-// A Redis that does not answer (README: Rate limits; docs/mcp.md: Concurrency): with REDIS_URL set
+// A Redis that does not answer (docs/api.md: Rate limits; docs/mcp.md: Concurrency): with REDIS_URL set
 // and nothing listening there, REST requests pass uncounted and MCP calls take this instance's
 // slots, at normal speed, and the outage is logged once; when Redis answers again, rate limits and
 // MCP slots are shared again. Redis comes back through a proxy to TEST_REDIS_URL that starts

@@ -1,7 +1,7 @@
 // The Redis client (REDIS_URL) behind the shared rate-limit counters and MCP slots, made to fail
 // fast. ioredis's defaults queue a command sent while Redis is unreachable until reconnects give
 // up on it: every request waited 5–10 s for its count, and an MCP call failed after 16 s. Here the
-// command fails at once instead, so a request passes uncounted (README: Rate limits) and an MCP
+// command fails at once instead, so a request passes uncounted (docs/api.md: Rate limits) and an MCP
 // call takes a slot of this instance (docs/mcp.md), at normal speed. ioredis keeps reconnecting
 // in the background, and shared counting resumes when Redis answers again.
 // A connection Redis stops answering on while it stays open (a paused or overloaded server, a link
