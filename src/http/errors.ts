@@ -16,6 +16,7 @@ import {
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
+import type { Operation } from '../operations/registry.js';
 
 export type ErrorType =
   | 'authentication_error'
@@ -82,9 +83,24 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     type: 'invalid_request_error',
     condition: 'A bulk operation addressed resources two ways (document_ids together with source_id and page_ids).',
   },
-  creation_failed: { status: 500, type: 'api_error', condition: 'Internal failure on create; retry.' },
-  update_failed: { status: 500, type: 'api_error', condition: 'Internal failure on update; retry.' },
-  deletion_failed: { status: 500, type: 'api_error', condition: 'Internal failure on delete; retry.' },
+  creation_failed: {
+    status: 500,
+    type: 'api_error',
+    condition:
+      'A create (a POST that makes a resource, over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request (a 500 is not kept under its Idempotency-Key); if it keeps failing, report the `event_id`.',
+  },
+  update_failed: {
+    status: 500,
+    type: 'api_error',
+    condition:
+      'An update (PUT or PATCH, over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request; if it keeps failing, report the `event_id`.',
+  },
+  deletion_failed: {
+    status: 500,
+    type: 'api_error',
+    condition:
+      'A delete (DELETE, or a POST that deletes, clears or purges, over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request; if it keeps failing, report the `event_id`.',
+  },
   export_failed: {
     status: 500,
     type: 'api_error',
@@ -304,6 +320,55 @@ export function fromDatabase(error: unknown): { code: ErrorCode; message: string
 
 /**
  * Node's error for a request whose client closed the connection before its body arrived (the
+/** What an operation writes, as far as its failures go. */
+export type WriteKind = 'create' | 'update' | 'delete';
+
+/**
+ * What `operation` writes: its registry entry's `writes`, else what its method says (DELETE deletes,
+ * PUT and PATCH update, a POST creates when it answers 201 and deletes when it is destructive: bulk
+ * deletes, clears, purges). Undefined for reads and for POSTs that act (sync, apply, replay, …).
+ */
+export function writeKind(
+  operation: Pick<Operation, 'method' | 'status' | 'destructive' | 'writes'> | undefined,
+): WriteKind | undefined {
+  if (operation === undefined) return undefined;
+  if (operation.writes !== undefined) return operation.writes || undefined;
+  if (operation.method === 'DELETE') return 'delete';
+  if (operation.method === 'PUT' || operation.method === 'PATCH') return 'update';
+  if (operation.method !== 'POST') return undefined;
+  return operation.destructive ? 'delete' : operation.status === 201 ? 'create' : undefined;
+}
+
+const FAILED: Record<WriteKind, { code: ErrorCode; done: string }> = {
+  create: { code: 'creation_failed', done: 'created' },
+  update: { code: 'update_failed', done: 'updated' },
+  delete: { code: 'deletion_failed', done: 'deleted' },
+};
+
+/**
+ * The answer to a failure that is neither the client's nor an outage (the caller logs it under an
+ * `event_id`): for a create, update or delete (`writeKind`), `creation_failed`, `update_failed` or
+ * `deletion_failed`; for anything else `internal_error`. The one place REST (`errorAnswerer`) and
+ * MCP (src/mcp/routes.ts) decide it. `canceled`: the statement ran past its time (57014).
+ */
+export function unexpectedFailure(
+  operation: Parameters<typeof writeKind>[0],
+  canceled: boolean,
+): { code: ErrorCode; message: string } {
+  const kind = writeKind(operation);
+  const cause = canceled ? 'the request took too long and was canceled' : 'an unexpected error occurred';
+  if (kind === undefined) {
+    return {
+      code: 'internal_error',
+      message: canceled
+        ? 'The request took too long and was canceled; it was logged.'
+        : 'An unexpected error occurred; it was logged.',
+    };
+  }
+  const { code, done } = FAILED[kind];
+  return { code, message: `The resource could not be ${done}: ${cause}; it was logged. Retry the request.` };
+}
+
  * request stream's `aborted`). Its code is a socket's, as a lost database connection's is.
  */
 const isClientAbort = (error: FastifyError) => error.code === 'ECONNRESET' && error.message === 'aborted';
@@ -357,14 +422,11 @@ export function errorAnswerer(
       else request.log.warn({ error: { message: error.message, code: error.code } }, 'database unreachable');
     }
     if (refused) return send(request, reply, refused.code, refused.message);
-    if (isQueryCanceled(error)) {
-      const eventId = newId();
-      request.log.error({ event_id: eventId, err: summarize(error) }, 'query canceled');
-      return send(request, reply, 'internal_error', 'The request took too long and was canceled.', undefined, eventId);
-    }
+    const canceled = isQueryCanceled(error);
     const eventId = newId();
-    request.log.error({ event_id: eventId, err: summarize(error) }, 'unexpected error');
-    return send(request, reply, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+    request.log.error({ event_id: eventId, err: summarize(error) }, canceled ? 'query canceled' : 'unexpected error');
+    const failure = unexpectedFailure(request.routeOptions?.config?.operation, canceled);
+    return send(request, reply, failure.code, failure.message, undefined, eventId);
   };
 }
 

@@ -17,13 +17,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import { isQueryCanceled } from '../db/errors.js';
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
 import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS } from '../http/auth.js';
 import { operationBodyLimits, shapeRefusal, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
-import { errorBody, fromDatabase, paramOf, publicOrigin, summarize } from '../http/errors.js';
+import { errorBody, fromDatabase, paramOf, publicOrigin, summarize, unexpectedFailure } from '../http/errors.js';
 import { openEventStream } from '../http/negotiation.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
@@ -312,7 +313,8 @@ export function registerMcpRoutes(
       if (refused) return toolError(origin, refused.code, refused.message);
       const eventId = newId();
       request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
-      return toolError(origin, 'internal_error', 'An unexpected error occurred; it was logged.', undefined, eventId);
+      const failure = unexpectedFailure(tool.operation, isQueryCanceled(error));
+      return toolError(origin, failure.code, failure.message, undefined, eventId);
     }
   }
 

@@ -60,6 +60,12 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   errors?: ErrorCode[];
   /** Deletes, clears, purges. */
   destructive?: boolean;
+  /**
+   * What it writes, when its method and status do not say it (src/http/errors.ts, `writeKind`):
+   * an internal failure answers `creation_failed`, `update_failed` or `deletion_failed`; `false`
+   * for a POST that writes nothing (internal_error).
+   */
+  writes?: 'create' | 'update' | 'delete' | false;
   /** Repeating the call with the same input changes nothing more. */
   idempotent?: boolean;
   /** The answer shows a secret once: a copy kept to replay it (Idempotency-Key) is sealed as the secret is. */
@@ -90,6 +96,7 @@ export interface Operation {
   alsoStatus?: (200 | 201)[];
   errors?: ErrorCode[];
   destructive?: boolean;
+  writes?: 'create' | 'update' | 'delete' | false;
   idempotent?: boolean;
   secretAnswer?: boolean;
   largeBody?: boolean;
