@@ -1,0 +1,167 @@
+// The answer benchmark's measures: one corpus in one language, asked its questions through the API
+// (`POST /api/v1/messages`, as a customer would) and through a plain BM25 library (MiniSearch) on
+// the same articles, in the same run. Used by `bench/answers/run.ts` (the report) and by the test
+// that keeps the agent ahead of BM25.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import MiniSearch from 'minisearch';
+import type { DatabaseHandle } from '../../src/db/client.js';
+import { startBenchApp } from '../support.js';
+
+export interface CorpusDocument {
+  slug: string;
+  title: string;
+  content: string;
+}
+
+/** A question with its right article and the fact a right answer states (any of `fact`). */
+export interface Question {
+  id: string;
+  slug: string;
+  fact: string[];
+  q: Record<string, string>;
+}
+
+export interface QuestionSet {
+  corpus: string;
+  questions: Question[];
+  /** Questions the corpus does not answer: they should be declined. */
+  off_topic: { id: string; q: Record<string, string> }[];
+}
+
+export interface Scores {
+  questions: number;
+  hit1: number;
+  hit3: number;
+  mrr: number;
+  /** Answers that contain one of the question's facts (the agent only). */
+  facts?: number;
+  /** Off-topic questions answered rather than declined (the agent only). */
+  offTopicAnswered?: number;
+  offTopic?: number;
+  /** Median answer length in characters (the agent only). */
+  medianLength?: number;
+}
+
+const ROOT = import.meta.dirname;
+
+export function loadCorpus(corpus: string, language: string): CorpusDocument[] {
+  const file = path.join(ROOT, 'corpus', corpus, `${language}.json`);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { documents: CorpusDocument[] }).documents;
+}
+
+export function loadQuestions(corpus: string): QuestionSet {
+  return JSON.parse(readFileSync(path.join(ROOT, 'questions', `${corpus}.json`), 'utf8')) as QuestionSet;
+}
+
+/** hit@1, hit@3 and the reciprocal rank of `slug` in a ranked list of slugs. */
+function rankScores(ranked: string[], slug: string) {
+  const at = ranked.indexOf(slug);
+  return { hit1: at === 0 ? 1 : 0, hit3: at >= 0 && at < 3 ? 1 : 0, rr: at >= 0 ? 1 / (at + 1) : 0 };
+}
+
+function summarise(rows: { hit1: number; hit3: number; rr: number }[]): Scores {
+  const sum = (k: 'hit1' | 'hit3' | 'rr') => rows.reduce((s, r) => s + r[k], 0);
+  return {
+    questions: rows.length,
+    hit1: sum('hit1'),
+    hit3: sum('hit3'),
+    mrr: rows.length ? sum('rr') / rows.length : 0,
+  };
+}
+
+/** BM25 as a library gives it: MiniSearch over title and content, its default options. */
+export function bm25Scores(documents: CorpusDocument[], set: QuestionSet, language: string): Scores {
+  const index = new MiniSearch<CorpusDocument>({ idField: 'slug', fields: ['title', 'content'] });
+  index.addAll(documents);
+  const rows = set.questions
+    .filter((q) => q.q[language])
+    .map((q) =>
+      rankScores(
+        index.search(q.q[language] ?? '').map((r) => String(r.id)),
+        q.slug,
+      ),
+    );
+  return summarise(rows);
+}
+
+interface AgentMessage {
+  content: string;
+  citations: { document_id: string }[];
+}
+
+/**
+ * The agent on a new workspace holding `documents`: each question sent as a customer message in
+ * `language`; the first citation is its answer's article, the retrieval's order gives hit@3 and MRR.
+ */
+export async function agentScores(
+  database: DatabaseHandle,
+  documents: CorpusDocument[],
+  set: QuestionSet,
+  language: string,
+  env: Record<string, string> = {},
+): Promise<Scores> {
+  const bench = await startBenchApp(database, env);
+  try {
+    const tenantId = `answers-${language}-${Math.random().toString(36).slice(2, 8)}`;
+    await bench.services.tenants.createTenant({ tenant_id: tenantId, name: tenantId });
+    const { secret } = await bench.services.tenants.createApiKey(tenantId, {
+      name: 'answers',
+      scopes: ['knowledge:write', 'conversations:write', 'agents:write'],
+    });
+    const call = async <T>(method: string, url: string, body: unknown): Promise<T> => {
+      const response = await fetch(`${bench.origin}${url}`, {
+        method,
+        headers: { 'x-api-key': secret, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const json = (await response.json()) as T;
+      if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    const slugOf = new Map<string, string>();
+    for (const doc of documents) {
+      const made = await call<{ id: string }>('POST', '/api/v1/documents', {
+        title: doc.title,
+        content: doc.content,
+        language,
+      });
+      slugOf.set(made.id, doc.slug);
+    }
+
+    const rows: { hit1: number; hit3: number; rr: number }[] = [];
+    let facts = 0;
+    const lengths: number[] = [];
+    for (const question of set.questions) {
+      const text = question.q[language];
+      if (!text) continue;
+      const message = await call<AgentMessage>('POST', '/api/v1/messages', { content: text, language });
+      const retrieval = await bench.services.agent.retrieve(tenantId, text, { language, limit: 10 });
+      const ranked = retrieval.passages.map((p) => slugOf.get(p.document_id) ?? '');
+      const first = message.citations[0] ? slugOf.get(message.citations[0].document_id) : undefined;
+      const scores = rankScores(ranked, question.slug);
+      rows.push({ ...scores, hit1: first === question.slug ? 1 : 0 });
+      if (message.citations.length > 0) lengths.push(message.content.length);
+      if (message.citations.length > 0 && question.fact.some((f) => message.content.includes(f))) facts++;
+    }
+    let offTopicAnswered = 0;
+    let offTopic = 0;
+    for (const question of set.off_topic) {
+      const text = question.q[language];
+      if (!text) continue;
+      offTopic++;
+      const message = await call<AgentMessage>('POST', '/api/v1/messages', { content: text, language });
+      if (message.citations.length > 0) offTopicAnswered++;
+    }
+    lengths.sort((a, b) => a - b);
+    return {
+      ...summarise(rows),
+      facts,
+      offTopicAnswered,
+      offTopic,
+      medianLength: lengths.length ? (lengths[Math.floor(lengths.length / 2)] ?? 0) : 0,
+    };
+  } finally {
+    await bench.app.close();
+  }
+}
