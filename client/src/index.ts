@@ -4,16 +4,58 @@
 //   const ws = createWorkspaceClient({ baseUrl: 'https://acme.example.com', apiKey: process.env.WORKSPACE_API_KEY! });
 //   const app = await ws.post('/api/v1/apps', { body: { name: 'help-center' } });
 //   for await (const doc of ws.paginate('/api/v1/documents', { params: { query: { limit: 100 } } })) { … }
+//   for await (const e of ws.streamMessage({ content: 'Hello' })) { … }
 //
 // - every request carries `X-API-Key`;
-// - a 429 is retried after its `Retry-After` (at most `maxRetries` times, each wait at most
-//   `maxRetryDelayMs`; a longer wait is not attempted and the 429 is thrown);
-// - a non-2xx answer throws a `WorkspaceApiError` carrying the spec's error body;
-// - `paginate` walks a list endpoint's cursor pages and yields every item; `pages` yields pages.
+// - 429, 503 and network errors are retried with backoff, honouring `Retry-After`; a POST gets an
+//   `Idempotency-Key` so a retry is not run twice; each attempt has a timeout (./transport.ts);
+// - a non-2xx answer throws a `WorkspaceApiError` carrying the spec's error body (./errors.ts);
+// - `paginate` walks a list endpoint's cursor pages and yields every item; `pages` yields pages;
+// - `streamMessage` and `streamContinue` read a message turn as typed events (./stream.ts).
 import createClient, { type Client, type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
 import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
+import { WorkspaceApiError } from './errors.js';
 import type { components, paths } from './schema.js';
+import {
+  type ContinueMessageBody,
+  type Message,
+  readTurnEvents,
+  type SendMessageBody,
+  type StreamOptions,
+  TurnStream,
+} from './stream.js';
+import { createTransport, type FetchLike, type TransportOptions } from './transport.js';
 
+export {
+  retryAfterMs,
+  WorkspaceAbortError,
+  WorkspaceApiError,
+  WorkspaceConnectionError,
+  type WorkspaceErrorBody,
+  WorkspaceStreamError,
+  WorkspaceTimeoutError,
+} from './errors.js';
+export {
+  type ContinueMessageBody,
+  type Message,
+  type SendMessageBody,
+  type StreamOptions,
+  type TurnEvent,
+  type TurnEventName,
+  type TurnEventOf,
+  type TurnIds,
+  TurnStream,
+} from './stream.js';
+export {
+  backoffMs,
+  createTransport,
+  type FetchLike,
+  type RetryInfo,
+  type RetryOptions,
+  retryingFetch,
+  type SendOptions,
+  type TransportOptions,
+} from './transport.js';
 export type { components, paths };
 /**
  * The named schemas of the API: `Schemas['Error']` (the error body) and `Schemas['JsonRpcError']`
@@ -23,122 +65,7 @@ export type { components, paths };
  */
 export type Schemas = components['schemas'];
 
-/** The spec's error body: `{"error": {type, code, message, param?, doc_url, event_id?}}`. */
-export interface WorkspaceErrorBody {
-  type: string;
-  code: string;
-  message: string;
-  param?: string;
-  doc_url: string;
-  event_id?: string;
-}
-
-export class WorkspaceApiError extends Error {
-  override readonly name = 'WorkspaceApiError';
-  /** HTTP status of the answer. */
-  readonly status: number;
-  /** `authentication_error`, `permission_error`, `invalid_request_error`, `rate_limit_error`, `api_error`. */
-  readonly type: string;
-  /** The machine-readable code (`not_found`, `validation_error`, `insufficient_scope`, …). */
-  readonly code: string;
-  /** The parameter at fault, as a path (`files[3].path`), when one is. */
-  readonly param: string | undefined;
-  readonly docUrl: string | undefined;
-  /** With `internal_error`: the id of the server's log entry. */
-  readonly eventId: string | undefined;
-  /** The server's `x-request-id`. */
-  readonly requestId: string | undefined;
-  /** Seconds to wait before retrying (429). */
-  readonly retryAfter: number | undefined;
-  readonly body: WorkspaceErrorBody;
-
-  constructor(status: number, body: WorkspaceErrorBody, headers?: Headers) {
-    super(`${status} ${body.code}: ${body.message}${body.param ? ` (${body.param})` : ''}`);
-    this.status = status;
-    this.type = body.type;
-    this.code = body.code;
-    this.param = body.param;
-    this.docUrl = body.doc_url;
-    this.eventId = body.event_id;
-    this.body = body;
-    this.requestId = headers?.get('x-request-id') ?? undefined;
-    const retry = retryAfterMs(headers?.get('retry-after') ?? null);
-    this.retryAfter = retry === undefined ? undefined : Math.ceil(retry / 1000);
-  }
-
-  /** The error of a non-2xx answer; `parsed` is its JSON body when already read. */
-  static async fromResponse(response: Response, parsed?: unknown): Promise<WorkspaceApiError> {
-    let json = parsed;
-    if (json === undefined) {
-      const text = await response.text().catch(() => '');
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        json = undefined;
-      }
-    }
-    const error = (json as { error?: Partial<WorkspaceErrorBody> } | undefined)?.error;
-    const body: WorkspaceErrorBody =
-      error && typeof error.code === 'string'
-        ? {
-            type: String(error.type ?? 'api_error'),
-            code: error.code,
-            message: String(error.message ?? ''),
-            doc_url: String(error.doc_url ?? ''),
-            ...(error.param !== undefined ? { param: String(error.param) } : {}),
-            ...(error.event_id !== undefined ? { event_id: String(error.event_id) } : {}),
-          }
-        : {
-            // Not an answer of the API itself (a proxy, a gateway): keep what is known.
-            type: 'api_error',
-            code: 'http_error',
-            message: `HTTP ${response.status} ${response.statusText}`.trim(),
-            doc_url: '',
-          };
-    return new WorkspaceApiError(response.status, body, response.headers);
-  }
-}
-
-/** `Retry-After` in milliseconds: whole seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (header === null || header.trim() === '') return undefined;
-  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-export interface RetryOptions {
-  /** Retries of a 429 (default 2; 0 turns retrying off). */
-  maxRetries?: number;
-  /** The longest single wait honoured (default 60 000 ms); a longer Retry-After is thrown at once. */
-  maxRetryDelayMs?: number;
-  /** Called before each wait (logging, progress). */
-  onRetry?: (info: { attempt: number; delayMs: number; url: string }) => void;
-}
-
-type FetchLike = (input: Request) => Promise<Response>;
-
-/**
- * A fetch that retries 429 answers after their `Retry-After` (1 s, then 2 s, … when the header is
- * missing). A 429 means the server did not act on the request, so every method may be retried.
- */
-export function retryingFetch(base: FetchLike, options: RetryOptions = {}): FetchLike {
-  const maxRetries = Math.max(0, options.maxRetries ?? 2);
-  const maxDelay = options.maxRetryDelayMs ?? 60_000;
-  return async (request) => {
-    for (let attempt = 0; ; attempt++) {
-      const response = await base(attempt < maxRetries ? request.clone() : request);
-      if (response.status !== 429 || attempt >= maxRetries) return response;
-      const delayMs = retryAfterMs(response.headers.get('retry-after')) ?? 1000 * 2 ** attempt;
-      if (delayMs > maxDelay) return response;
-      await response.body?.cancel().catch(() => undefined);
-      options.onRetry?.({ attempt: attempt + 1, delayMs, url: request.url });
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
-  };
-}
-
-export interface WorkspaceClientOptions extends RetryOptions {
+export interface WorkspaceClientOptions extends TransportOptions {
   /** The workspace's base URL, e.g. `https://acme.example.com` (no `/api/v1`). */
   baseUrl: string;
   /** An API key (`wsk_…`), sent as `X-API-Key`. */
@@ -154,9 +81,9 @@ type JsonMedia = `${string}/json`;
 type InitArgs<Init> =
   RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
 /**
- * The success body of `method path`, as JSON: the methods below parse every answer as JSON. (The
- * message turns may also answer `text/event-stream` when asked; read those through `raw` with
- * `parseAs: 'stream'`.)
+ * The success body of `method path`, as JSON. (A message turn asked for `text/event-stream`
+ * through these methods is read to its end and answers the `done` event's message; read its
+ * events with `streamMessage` / `streamContinue`.)
  */
 export type ResponseOf<P extends keyof paths, M extends Method, Init = Record<never, never>> = NonNullable<
   // biome-ignore lint/suspicious/noExplicitAny: constraint of openapi-fetch's FetchResponse.
@@ -191,6 +118,13 @@ export interface WorkspaceClient {
     url: P,
     ...init: InitArgs<Init>
   ): AsyncGenerator<ResponseOf<P, 'get'>, void, undefined>;
+  /**
+   * A message turn (`POST /api/v1/messages`) as a stream of typed events, ending with `done`.
+   * The request is sent when iteration starts.
+   */
+  streamMessage(body: SendMessageBody, options?: StreamOptions): TurnStream;
+  /** A paused turn resumed (`POST /api/v1/messages/{id}/continue`) as a stream of typed events. */
+  streamContinue(messageId: string, body?: ContinueMessageBody, options?: StreamOptions): TurnStream;
   /** The underlying openapi-fetch client (answers `{data, error, response}`; non-2xx still throw). */
   raw: Client<paths>;
 }
@@ -198,16 +132,39 @@ export interface WorkspaceClient {
 export function createWorkspaceClient(options: WorkspaceClientOptions): WorkspaceClient {
   if (!options.apiKey) throw new TypeError('createWorkspaceClient: apiKey is required');
   const baseFetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
+  const send = createTransport(baseFetch, options);
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const headers = { ...options.headers, 'X-API-Key': options.apiKey };
   const raw = createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    fetch: retryingFetch(baseFetch, options),
-    headers: { ...options.headers, 'X-API-Key': options.apiKey },
+    baseUrl,
+    // `timeoutMs` given to a call (`ws.get(path, { timeoutMs })`) is set on its Request.
+    fetch: (request) => send(request, { timeoutMs: (request as { timeoutMs?: number }).timeoutMs }),
+    headers,
   });
   raw.use({
-    async onResponse({ response }) {
+    async onResponse({ response, options: call }) {
       if (!response.ok) throw await WorkspaceApiError.fromResponse(response);
+      if (call.parseAs === 'json' && /^text\/event-stream/i.test(response.headers.get('content-type') ?? '')) {
+        return await finalMessageOf(response);
+      }
+      return undefined;
     },
   });
+
+  const turn = (path: string, body: unknown, stream: StreamOptions = {}) => {
+    const request = new Request(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        ...headers,
+        ...stream.headers,
+        'Content-Type': 'application/json',
+        Accept: 'text/event-stream',
+        ...(stream.idempotencyKey !== undefined ? { 'Idempotency-Key': stream.idempotencyKey } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    return new TurnStream(send, request, stream);
+  };
 
   const call =
     (method: Method) =>
@@ -250,6 +207,18 @@ export function createWorkspaceClient(options: WorkspaceClientOptions): Workspac
     delete: call('delete') as WorkspaceClient['delete'],
     paginate: paginate as unknown as WorkspaceClient['paginate'],
     pages: pages as unknown as WorkspaceClient['pages'],
+    streamMessage: (body, stream) => turn('/api/v1/messages', body, stream),
+    streamContinue: (messageId, body, stream) =>
+      turn(`/api/v1/messages/${encodeURIComponent(messageId)}/continue`, body ?? {}, stream),
     raw,
   };
+}
+
+/** A turn's stream read to its end, answered as the JSON of its `done` event's message. */
+async function finalMessageOf(response: Response): Promise<Response> {
+  let message: Message | undefined;
+  for await (const event of readTurnEvents(response)) if (event.event === 'done') message = event.data.message;
+  const headers = new Headers(response.headers);
+  headers.set('content-type', 'application/json');
+  return new Response(JSON.stringify(message), { status: response.status, headers });
 }
