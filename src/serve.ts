@@ -9,6 +9,7 @@ import type { TenantService } from './domain/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
 import { tuneHeapGrowth } from './lib/heap.js';
 import { connectRedis } from './lib/redis.js';
+import { startTracing, stopTracing } from './observability/tracing.js';
 import { buildApp } from './server.js';
 
 const HOUR_MS = 3_600_000;
@@ -42,6 +43,8 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
 }
 
 export async function serve(config: Config): Promise<void> {
+  // Before the database is opened and the app built: both look once whether tracing is on.
+  await startTracing();
   const database = await openDatabaseAtStart({
     url: config.databaseUrl,
     dataDir: config.dataDir,
@@ -89,6 +92,8 @@ export async function serve(config: Config): Promise<void> {
       await app.close();
       redis?.disconnect();
       await database.close();
+      // The spans of the last requests are sent before the process ends.
+      await stopTracing().catch((error) => app.log.warn({ err: String(error) }, 'traces not flushed'));
       process.exit(0);
     } catch (error) {
       app.log.error({ err: String(error) }, 'shutdown failed');

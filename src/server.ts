@@ -37,6 +37,9 @@ import { jsonProblem, jsonText } from './lib/json-body.js';
 import { reportRedisOutages } from './lib/redis.js';
 import { createSecretBox } from './lib/secret-box.js';
 import { registerMcpRoutes } from './mcp/routes.js';
+import { ownRequestLog, registerRequestObservability } from './observability/http.js';
+import { registerMetricsEndpoint } from './observability/metrics-endpoint.js';
+import { tracingEnabled } from './observability/tracing.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
 import { addLowerCaseKeyword, ErrorSchema } from './operations/schemas.js';
@@ -160,6 +163,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // One line per request, with its operation, tenant and trace (src/observability/http.ts).
+    logController: ownRequestLog(),
     clientErrorHandler: refuseClient,
     // Requests that arrive while the server closes (on a kept-alive connection) are answered
     // below, in the spec's error shape with Retry-After, rather than with Fastify's own body.
@@ -200,6 +205,9 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
       else answer();
     },
   });
+
+  // Metrics, the request log line and spans for every route declared from here on.
+  registerRequestObservability(app, { tracing: tracingEnabled() });
 
   const ajv = validatorCompilers();
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -332,6 +340,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
   });
   registerHeaderAnswers(app, config.publicUrl);
+  registerMetricsEndpoint(app, { adminToken: config.adminToken, publicUrl: config.publicUrl, db });
 
   // Authentication runs after the rate limit (onRequest) and before the body is read, on the
   // routes of operations and on those marked `authenticated` (MCP); the others carry no hook.

@@ -1,14 +1,17 @@
 // The owners' settings page (spec: Authentication 5: "Keys and their scopes are managed by the
-// workspace owner in the admin settings under integrations, API"; issue 11). A real Chromium
-// (playwright-core, Debian's /usr/bin/chromium) drives the page against the app listening on
-// 127.0.0.1; the HTTP-level rules (credentials, CSRF, cookie flags, hashing) are checked by requests.
+// workspace owner in the admin settings under integrations, API"). A real Chromium (playwright-core,
+// Debian's /usr/bin/chromium) drives the page against the app listening on 127.0.0.1, and checks at
+// a phone's and two desktops' widths that the keys fit the screen (full-page screenshots go to
+// test-results/settings/); the HTTP-level rules (credentials, CSRF, cookie flags, hashing) are
+// checked by requests.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CSRF_COOKIE, LOGIN_ATTEMPTS_PER_MINUTE, SESSION_COOKIE } from '../src/admin/settings/index.js';
 import { verifyPassword } from '../src/domain/owners.js';
+import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { sha256Hex } from '../src/lib/ids.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
 
@@ -21,7 +24,8 @@ if (browserMissing) {
     `The settings page's browser test is skipped: ${CHROMIUM} is missing (apt-get install chromium runs it).`,
   );
 }
-const ARTIFACTS = path.resolve('test/artifacts');
+/** Where the browser test writes its full-page screenshots (git-ignored). */
+const SCREENSHOTS = path.resolve('test-results/settings');
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 let t: TestApp;
@@ -32,7 +36,6 @@ beforeAll(async () => {
   // TRUST_PROXY: tests tell https from http (X-Forwarded-Proto) and give each test its own client IP.
   t = await startTestApp({ TRUST_PROXY: 'true' });
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-  mkdirSync(ARTIFACTS, { recursive: true });
 });
 afterAll(async () => {
   await browser?.close();
@@ -97,6 +100,78 @@ function agent(ip = `10.0.${Math.floor(Math.random() * 250)}.${Math.floor(Math.r
     },
   };
 }
+
+/** Chromium, launched once for the file's browser tests; the screenshot folder is made and named. */
+async function openBrowser(): Promise<Browser> {
+  if (browser) return browser;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  console.info(`The settings page's screenshots are written to ${SCREENSHOTS}`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  return browser;
+}
+
+/** Signs the owner in through the page's own form. */
+async function signInOnPage(page: Page, owner: { tenantId: string; email: string; password: string }) {
+  await page.goto(`${base}/admin/login`);
+  await page.fill('#tenant_id', owner.tenantId);
+  await page.fill('#email', owner.email);
+  await page.fill('#password', owner.password);
+  await Promise.all([page.waitForURL(`${base}${SETTINGS}`), page.click('button[type=submit].primary')]);
+}
+
+interface Fit {
+  /** The page's scroll width, the window's width, the keys table's and its card's widths. */
+  pageWidth: number;
+  window: number;
+  table: number;
+  card: number;
+  /** What does not fit, with its box and the box it should be in (left..right). */
+  overflows: string[];
+}
+
+/**
+ * Run in the page (as text: the project's types know no DOM). Lists everything that does not fit:
+ * an element of the keys card outside the card, an element of a key's cell outside that cell.
+ * Hidden elements (no box, or not rendered, as the inside of a closed <details>) are left out;
+ * half a pixel of rounding is allowed.
+ */
+const MEASURE_FIT = `(() => {
+  const table = document.querySelector('#keys');
+  const card = table && table.closest('.card');
+  if (!card) throw new Error('no keys card on the page');
+  const name = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    (typeof el.className === 'string' && el.className.trim() ? '.' + el.className.trim().split(/\\s+/).join('.') : '') +
+    ' "' + (el.textContent || '').trim().slice(0, 30) + '"';
+  const outside = (inner, outer) => inner.left < outer.left - 0.5 || inner.right > outer.right + 0.5 ||
+    inner.top < outer.top - 0.5 || inner.bottom > outer.bottom + 0.5;
+  const span = (box) => Math.round(box.left) + '..' + Math.round(box.right);
+  const cardBox = card.getBoundingClientRect();
+  const overflows = [];
+  for (const el of card.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0 || !el.checkVisibility({ visibilityProperty: true })) continue;
+    const cell = el.parentElement && el.parentElement.closest('td, th');
+    const within = cell && card.contains(cell) ? cell : card;
+    const outer = within === card ? cardBox : within.getBoundingClientRect();
+    if (outside(box, outer)) {
+      overflows.push(name(el) + ' at ' + span(box) + ' outside ' + (within === card ? 'the card' : name(within)) + ' at ' + span(outer));
+    }
+  }
+  return { pageWidth: document.documentElement.scrollWidth, window: window.innerWidth,
+    table: table.getBoundingClientRect().width, card: cardBox.width, overflows };
+})()`;
+
+const measureFit = (page: Page) => page.evaluate(MEASURE_FIT) as Promise<Fit>;
 
 describe('owner accounts', () => {
   it('a tenant created with an owner but no password gets a generated one, returned once; it signs in', async () => {
@@ -200,18 +275,7 @@ describe('owner accounts', () => {
 describe.skipIf(browserMissing)('the settings page in a browser', () => {
   it('an owner signs in, creates a key with chosen scopes, sees its secret once, uses it, revokes it, and the API refuses it within a second', async () => {
     const { tenantId, email, password } = await tenantWithOwner();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = await (await openBrowser()).newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(error.message));
@@ -248,9 +312,9 @@ describe.skipIf(browserMissing)('the settings page in a browser', () => {
     const row = page.locator('#keys tbody tr', { hasText: 'CI pipeline' });
     expect(await row.locator('.chip').allTextContents()).toEqual(['apps:read', 'apps:write', 'knowledge:read']);
     expect(await row.locator('.badge').textContent()).toBe('active');
-    expect(await row.locator('td').nth(1).textContent()).toBe(`${secret.slice(0, 12)}…`);
-    expect(await row.locator('td').nth(5).textContent()).toBe(`${expiry} 23:59 UTC`);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-page-created.png'), fullPage: true });
+    expect(await row.locator('.prefix').textContent()).toBe(`${secret.slice(0, 12)}…`);
+    expect(await row.locator('td.expires').textContent()).toBe(`${expiry} 23:59 UTC`);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'settings-page-created.png'), fullPage: true });
 
     // The key works against the API with exactly its scopes.
     const api = (url: string) => fetch(`${base}${url}`, { headers: { 'x-api-key': secret } });
@@ -281,12 +345,115 @@ describe.skipIf(browserMissing)('the settings page in a browser', () => {
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
     expect(Date.now() - revokedAt).toBeLessThan(1000);
-    await page.screenshot({ path: path.join(ARTIFACTS, 'settings-page.png'), fullPage: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'settings-page.png'), fullPage: true });
 
     // Sign out ends the session.
     await Promise.all([page.waitForURL(`${base}/admin/login`), page.click('header.top button')]);
     await page.goto(`${base}${SETTINGS}`);
     expect(new URL(page.url()).pathname).toBe('/admin/login');
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('the keys fit the screen at 390, 1280 and 1920 px: no sideways scroll, every cell, badge and button inside the keys card, Revoke in view, a key holding every scope shown as one "all scopes" badge', async () => {
+    const owner = await tenantWithOwner();
+    const create = async (name: string, scopes: readonly string[], expiresAt: string | null = null) => {
+      const created = await t.call({
+        method: 'POST',
+        url: `/admin/v1/tenants/${owner.tenantId}/api-keys`,
+        headers: admin,
+        body: { name, scopes, expires_at: expiresAt },
+      });
+      expect(created.status, created.text).toBe(201);
+      return created.body.id as string;
+    };
+    const change = async (keyId: string, action: 'lock' | 'revoke') =>
+      expect(
+        (await t.call({ method: 'POST', url: `/admin/v1/api-keys/${keyId}/${action}`, headers: admin })).status,
+      ).toBe(200);
+    const inAYear = new Date(Date.now() + 365 * 86_400_000).toISOString();
+    const everyScope = 'Production deploy';
+    const unbroken = `nightly-export-${'0123456789'.repeat(18)}-end`.slice(0, 200);
+    const spaced =
+      'Support inbox synchronisation for the customer success team in Europe, the Middle East and Africa'.repeat(2);
+    await create('CI pipeline', ['apps:read', 'apps:write', 'knowledge:read'], inAYear);
+    await create(everyScope, ALL_SCOPES, inAYear);
+    await create(unbroken, ALL_SCOPES);
+    await create(
+      spaced,
+      ALL_SCOPES.filter((scope) => scope.endsWith(':read')),
+      inAYear,
+    );
+    await change(
+      await create('Analytics export', ['analytics:read', 'conversations:write', 'knowledge:write']),
+      'lock',
+    );
+    await change(await create('Old staging key', ['apps:read']), 'revoke');
+    await t.database.db
+      .updateTable('api_keys')
+      .set({ last_used_at: new Date() })
+      .where('tenant_id', '=', owner.tenantId)
+      .where('name', '!=', 'CI pipeline')
+      .execute();
+
+    const context = await (await openBrowser()).newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    await signInOnPage(page, owner);
+    const row = (name: string) => page.locator('#keys tbody tr', { hasText: name });
+
+    for (const width of [390, 1280, 1920]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.goto(`${base}${SETTINGS}`);
+      expect(await page.locator('#keys tbody tr').count()).toBe(6);
+      const shot = path.join(SCREENSHOTS, `keys-${width}.png`);
+      await page.screenshot({ path: shot, fullPage: true });
+      const fit = await measureFit(page);
+      console.info(
+        `${width} px: page ${fit.pageWidth} px wide, keys table ${Math.round(fit.table)} px in a card of ${Math.round(fit.card)} px (${shot})`,
+      );
+      expect(fit.overflows, `${width} px`).toEqual([]);
+      expect(fit.pageWidth, `${width} px`).toBeLessThanOrEqual(fit.window);
+
+      // Every key that can be revoked shows its Revoke button, whole, inside the window.
+      const revokes = page.locator('#keys button[data-action=revoke]');
+      expect(await revokes.count()).toBe(5);
+      for (const button of await revokes.all()) {
+        expect(await button.isVisible()).toBe(true);
+        const box = await button.boundingBox();
+        expect(box?.x ?? -1, `${width} px`).toBeGreaterThanOrEqual(0);
+        expect((box?.x ?? 0) + (box?.width ?? Number.POSITIVE_INFINITY), `${width} px`).toBeLessThanOrEqual(width);
+      }
+
+      // A key holding every scope shows one badge; the full list is in its tooltip and opens on demand.
+      for (const name of [everyScope, unbroken]) {
+        expect(await row(name).locator('.chip:visible').allTextContents()).toEqual(['all scopes']);
+        expect(await row(name).locator('summary').getAttribute('title')).toBe(`All scopes: ${ALL_SCOPES.join(', ')}`);
+      }
+      // Other keys list their scopes one by one.
+      expect(await row(spaced).locator('.chip:visible').count()).toBe(ALL_SCOPES.length / 2);
+      expect(await row('CI pipeline').locator('.chip:visible').allTextContents()).toEqual([
+        'apps:read',
+        'apps:write',
+        'knowledge:read',
+      ]);
+    }
+
+    // Opened, the full lists still fit, on a phone too.
+    for (const width of [390, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.goto(`${base}${SETTINGS}`);
+      for (const name of [everyScope, unbroken]) await row(name).locator('summary').click();
+      expect(await row(everyScope).locator('.chip:visible').allTextContents()).toEqual(['all scopes', ...ALL_SCOPES]);
+      await page.screenshot({ path: path.join(SCREENSHOTS, `keys-${width}-scopes-open.png`), fullPage: true });
+      const fit = await measureFit(page);
+      expect(fit.overflows, `${width} px, scopes open`).toEqual([]);
+      expect(fit.pageWidth, `${width} px, scopes open`).toBeLessThanOrEqual(fit.window);
+    }
     expect(problems).toEqual([]);
     await context.close();
   });

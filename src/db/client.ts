@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { observedDialect } from '../observability/database.js';
 import { createDataDir, PGliteThread } from './pglite-thread.js';
 import { prepareStatements } from './prepared.js';
 import type { Database } from './schema.js';
@@ -49,7 +50,7 @@ export interface DatabaseOptions {
 const connectionLost = () => {};
 
 /** node-postgres over a pool of clients, with prepared statements unless turned off. */
-function postgres(config: pg.PoolConfig, preparedStatements: number): Db {
+function postgres(config: pg.PoolConfig, preparedStatements: number, kind: DatabaseHandle['kind']): Db {
   const pool = new pg.Pool(config);
   pool.on('error', connectionLost);
   pool.on('connect', (client) => {
@@ -57,7 +58,7 @@ function postgres(config: pg.PoolConfig, preparedStatements: number): Db {
     client.on('error', connectionLost);
     if (preparedStatements > 0) prepareStatements(client, preparedStatements);
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: observedDialect(new PostgresDialect({ pool }), pool, kind) });
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
@@ -75,6 +76,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
       },
       prepared,
+      'postgres',
     );
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
@@ -97,7 +99,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     throw error;
   }
   // Clients are kept (no idle timeout): each one's prepared statements live in the shared session.
-  const db = postgres({ max: options.poolSize ?? 4, idleTimeoutMillis: 0, stream: () => thread.connect() }, prepared);
+  const db = postgres(
+    { max: options.poolSize ?? 4, idleTimeoutMillis: 0, stream: () => thread.connect() },
+    prepared,
+    'pglite',
+  );
   return {
     db,
     kind: 'pglite',

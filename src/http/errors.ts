@@ -16,6 +16,7 @@ import {
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
+import { recordRefusal } from '../observability/metrics.js';
 import type { Operation } from '../operations/registry.js';
 
 export type ErrorType =
@@ -260,6 +261,7 @@ export function clientErrorHandler(publicUrl: string | undefined) {
           ? ['bad_request', 'The request did not arrive in time.']
           : ['bad_request', 'The request is not valid HTTP.'];
     const { status, body } = errorBody(publicUrl ?? 'http://localhost', code, message);
+    recordRefusal(code);
     const text = JSON.stringify(body);
     if (socket.writable) {
       socket.write(
@@ -318,8 +320,6 @@ export function fromDatabase(error: unknown): { code: ErrorCode; message: string
   return undefined;
 }
 
-/**
- * Node's error for a request whose client closed the connection before its body arrived (the
 /** What an operation writes, as far as its failures go. */
 export type WriteKind = 'create' | 'update' | 'delete';
 
@@ -369,6 +369,8 @@ export function unexpectedFailure(
   return { code, message: `The resource could not be ${done}: ${cause}; it was logged. Retry the request.` };
 }
 
+/**
+ * Node's error for a request whose client closed the connection before its body arrived (the
  * request stream's `aborted`). Its code is a socket's, as a lost database connection's is.
  */
 const isClientAbort = (error: FastifyError) => error.code === 'ECONNRESET' && error.message === 'aborted';
@@ -384,6 +386,7 @@ function sender(publicUrl: string | undefined) {
     eventId?: string,
   ) => {
     const { status, body } = errorBody(publicOrigin(request, publicUrl), code, message, param, eventId);
+    recordRefusal(code);
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_S);
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   };

@@ -39,6 +39,8 @@ import { isDatabaseUnreachable } from '../db/errors.js';
 import type { DatabaseOutages } from '../db/outage.js';
 import type { Database, JobStatus } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
+import { type JobOutcome, recordJob } from '../observability/metrics.js';
+import { withSpan } from '../observability/tracing.js';
 
 export interface Job {
   id: string;
@@ -388,6 +390,8 @@ export function createJobQueue(options: JobQueueOptions) {
     timer.unref();
     const entry = { abort, promise: Promise.resolve(), lane: laneOf(job.kind), tenantId: job.tenantId };
     running.set(job.id, entry);
+    const started = performance.now();
+    const ended = (outcome: JobOutcome) => recordJob(job.kind, outcome, (performance.now() - started) / 1000);
     try {
       if (job.attempts > job.maxAttempts) {
         // Its worker died on every attempt (the lease expired each time): stop trying.
@@ -397,14 +401,21 @@ export function createJobQueue(options: JobQueueOptions) {
       }
       try {
         if (!handler) throw new Error(`no handler for job kind '${job.kind}'`);
-        await handler(job, { heartbeat: renew, signal: abort.signal });
+        await withSpan(
+          `job ${job.kind}`,
+          { 'workspace.job_kind': job.kind, 'workspace.job_id': job.id, 'workspace.tenant_id': job.tenantId },
+          () => handler(job, { heartbeat: renew, signal: abort.signal }),
+          { root: true },
+        );
       } catch (error) {
         clearInterval(timer);
         if (abort.signal.aborted) {
+          ended('stopped');
           if (await release(claimed, error)) log.info({ job_id: job.id, kind: job.kind }, 'job stopped; queued again');
           return;
         }
         const outcome = await fail(claimed, error);
+        ended(outcome);
         const fields = { job_id: job.id, kind: job.kind, attempt: job.attempts, err: describe(error) };
         if (outcome === 'failed') {
           log.error(fields, 'job failed for good');
@@ -413,7 +424,9 @@ export function createJobQueue(options: JobQueueOptions) {
         return;
       }
       clearInterval(timer);
-      if (!(await complete(claimed))) log.warn({ job_id: job.id }, 'job finished after its lease passed on');
+      const completed = await complete(claimed);
+      ended(completed ? 'succeeded' : 'lost');
+      if (!completed) log.warn({ job_id: job.id }, 'job finished after its lease passed on');
     } finally {
       clearInterval(timer);
       running.delete(job.id);

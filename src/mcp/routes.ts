@@ -28,6 +28,7 @@ import { errorBody, fromDatabase, paramOf, publicOrigin, summarize, unexpectedFa
 import { openEventStream } from '../http/negotiation.js';
 import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
+import { countedSlots, observeToolCall } from '../observability/mcp.js';
 import type { Operation } from '../operations/registry.js';
 import { answerExchange, ExchangePool, type ExchangeTransport, jsonRpcError, type ToolCall } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
@@ -180,9 +181,11 @@ export function registerMcpRoutes(
   // One validator for every per-request server: the SDK would otherwise build an Ajv instance for
   // each (a quarter of a tool call's CPU), though it validates nothing here (no elicitation).
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
-  const slots = deps.redis
-    ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
-    : createLocalSlots(config.mcpMaxConcurrent);
+  const slots = countedSlots(
+    deps.redis
+      ? createRedisSlots(deps.redis, config.mcpMaxConcurrent, `${deps.namespace}mcp-slots`)
+      : createLocalSlots(config.mcpMaxConcurrent),
+  );
   // Servers are kept between requests and never closed: closing one that has nothing pending only
   // builds a "Connection closed" error, stack and all.
   const servers = new ExchangePool<ExchangeContext>(
@@ -285,7 +288,9 @@ export function registerMcpRoutes(
    */
   function callTool(call: ToolCall, context: ExchangeContext): Promise<CallToolResult> | undefined {
     const tool = tools.get(call.name);
-    return tool === undefined ? undefined : runTool(tool, call.arguments, context);
+    return tool === undefined
+      ? undefined
+      : observeToolCall(tool.operation.id, () => runTool(tool, call.arguments, context));
   }
 
   async function runTool(

@@ -28,10 +28,17 @@ function failed(span: Span, error: unknown): void {
  * Runs `fn` inside a span named `name` (a child of the active span), ended when `fn` returns or
  * its promise settles; a throw or a rejection marks the span as failed. With tracing off, `fn`
  * alone runs. `fn` receives the span (undefined when off) to add attributes found on the way.
+ * `root`: the span starts a trace of its own (a job's run, whatever request queued it).
  */
-export function withSpan<T>(name: string, attributes: SpanAttributes, fn: (span?: Span) => T): T {
+export function withSpan<T>(
+  name: string,
+  attributes: SpanAttributes,
+  fn: (span?: Span) => T,
+  options: { root?: boolean; kind?: SpanKind } = {},
+): T {
   if (tracer === undefined) return fn();
-  return tracer.startActiveSpan(name, { attributes, kind: SpanKind.INTERNAL }, (span) => {
+  const { root = false, kind = SpanKind.INTERNAL } = options;
+  return tracer.startActiveSpan(name, { attributes, kind, root }, (span) => {
     let result: T;
     try {
       result = fn(span);
@@ -63,4 +70,50 @@ export function currentTraceId(): string | undefined {
   if (tracer === undefined) return undefined;
   const context = trace.getActiveSpan()?.spanContext();
   return context && trace.isSpanContextValid(context) ? context.traceId : undefined;
+}
+
+/** Flushes and stops the SDK started by `startTracing`; undefined while tracing is off. */
+let stopProvider: (() => Promise<void>) | undefined;
+
+/** The tracer, for the modules that make request and database spans; undefined while tracing is off. */
+export function activeTracer(): Tracer | undefined {
+  return tracer;
+}
+
+/**
+ * Turns tracing on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set:
+ * loads the SDK, exports spans over OTLP/HTTP (JSON) in batches, and names the service
+ * OTEL_SERVICE_NAME (`workspace-api` by default). The exporter reads the other standard OTEL_*
+ * variables (headers, timeout) itself. Answers whether tracing is on.
+ */
+export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  if (tracer !== undefined) return true;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return false;
+  const [{ NodeTracerProvider }, { BatchSpanProcessor }, { OTLPTraceExporter }, resources] = await Promise.all([
+    import('@opentelemetry/sdk-trace-node'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+  ]);
+  const resource = resources
+    .defaultResource()
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }))
+    .merge(resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'workspace-api' }));
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  // The W3C trace context propagator and the async-hooks context manager, so spans nest.
+  provider.register();
+  tracer = provider.getTracer('workspace-api');
+  stopProvider = () => provider.shutdown();
+  return true;
+}
+
+/** Sends the spans still held and stops exporting (shutdown); nothing while tracing is off. */
+export async function stopTracing(): Promise<void> {
+  const stop = stopProvider;
+  tracer = undefined;
+  stopProvider = undefined;
+  if (stop) await stop();
 }

@@ -1,5 +1,6 @@
 // Server-rendered HTML of the owners' settings pages. Every value from the database or the request
 // goes through `escapeHtml`; the pages load their CSS and script from /admin/assets/.
+import { ALL_SCOPES } from '../../domain/scopes.js';
 import type { ApiKeyRecord } from '../../domain/tenants.js';
 
 export const SETTINGS_PATH = '/admin/settings/integrations/api';
@@ -66,20 +67,34 @@ ${tenantField}
   });
 }
 
+/** A time as its UTC date and, on a line of its own where space is short, its hour. */
 function when(value: string | null, empty: string): string {
   if (!value) return `<span class="muted">${h(empty)}</span>`;
-  const text = `${value.slice(0, 10)} ${value.slice(11, 16)} UTC`;
-  return `<time datetime="${h(value)}">${h(text)}</time>`;
+  return `<time datetime="${h(value)}"><span class="day">${h(value.slice(0, 10))}</span> <span class="hour">${h(
+    value.slice(11, 16),
+  )} UTC</span></time>`;
+}
+
+/**
+ * A key's scopes as chips; a key holding every scope shows one "all scopes" badge instead, whose
+ * full list is in its tooltip and opens below it.
+ */
+function scopeChips(scopes: readonly string[]): string {
+  if (!scopes.length) return '<span class="muted">none</span>';
+  const chips = `<div class="chips">${scopes.map((s) => `<span class="chip">${h(s)}</span>`).join('')}</div>`;
+  if (!ALL_SCOPES.every((scope) => scopes.includes(scope))) return chips;
+  return `<details class="all-scopes"><summary title="All scopes: ${h(scopes.join(', '))}"><span class="chip all">all scopes</span></summary>
+${chips}</details>`;
 }
 
 function keyRow(key: ApiKeyRecord, csrf: string): string {
   const action = (name: 'revoke' | 'lock' | 'unlock', label: string, cls = '', confirm?: string) =>
     `<form method="post" action="${SETTINGS_PATH}/keys/${h(key.id)}/${name}"${
       confirm ? ` data-confirm="${h(confirm)}"` : ''
-    }><input type="hidden" name="_csrf" value="${h(csrf)}"><button type="submit" class="${cls}" data-action="${name}">${label}</button></form>`;
+    }><input type="hidden" name="_csrf" value="${h(csrf)}"><button type="submit" class="small ${cls}" data-action="${name}" aria-label="${label} ${h(key.name)}">${label}</button></form>`;
   const actions =
     key.status === 'revoked'
-      ? '<span class="muted">—</span>'
+      ? '<span class="muted" aria-label="No actions: the key is revoked">—</span>'
       : [
           key.status === 'locked' ? action('unlock', 'Unlock') : action('lock', 'Lock'),
           action(
@@ -89,18 +104,14 @@ function keyRow(key: ApiKeyRecord, csrf: string): string {
             `Revoke the key "${key.name}"? Programs using it stop working at once; this cannot be undone.`,
           ),
         ].join('');
-  const scopes = key.scopes.length
-    ? key.scopes.map((s) => `<span class="chip">${h(s)}</span>`).join('')
-    : '<span class="muted">none</span>';
-  return `<tr data-key-id="${h(key.id)}">
-<td><strong>${h(key.name)}</strong></td>
-<td class="nowrap"><code>${h(key.prefix)}…</code></td>
-<td><div class="scopes">${scopes}</div></td>
-<td><span class="badge ${h(key.status)}" data-status="${h(key.status)}">${h(key.status)}</span></td>
-<td class="nowrap">${when(key.last_used_at, 'never')}</td>
-<td class="nowrap">${when(key.expires_at, 'never')}</td>
-<td class="nowrap">${when(key.created_at, '')}</td>
-<td><div class="actions">${actions}</div></td>
+  return `<tr data-key-id="${h(key.id)}" class="${h(key.status)}">
+<td class="key"><strong class="key-name">${h(key.name)}</strong><code class="prefix">${h(key.prefix)}…</code></td>
+<td class="scopes" data-label="Scopes">${scopeChips(key.scopes)}</td>
+<td class="status"><span class="badge ${h(key.status)}" data-status="${h(key.status)}">${h(key.status)}</span></td>
+<td class="when last-used" data-label="Last used">${when(key.last_used_at, 'never')}</td>
+<td class="when expires" data-label="Expires">${when(key.expires_at, 'never')}</td>
+<td class="when created" data-label="Created">${when(key.created_at, '')}</td>
+<td class="actions"><div class="actions">${actions}</div></td>
 </tr>`;
 }
 
@@ -130,12 +141,15 @@ export function keysPage(input: KeysPageInput): string {
   const notice = input.notice ? `<div class="notice ok" role="status">${h(input.notice)}</div>` : '';
   const error = input.error ? `<div class="notice error" role="alert">${h(input.error)}</div>` : '';
   const rows = input.keys.map((key) => keyRow(key, input.csrf)).join('\n');
+  // On narrow screens the stylesheet lays each row out as a block of its own; the columns' names
+  // then come from data-label.
   const table = input.keys.length
-    ? `<table id="keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>Status</th><th>Last used</th>
-<th>Expires</th><th>Created</th><th></th></tr></thead><tbody>
+    ? `<table id="keys"><thead><tr><th scope="col">Key</th><th scope="col">Scopes</th><th scope="col">Status</th>
+<th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Created</th>
+<th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${rows}
 </tbody></table>`
-    : '<p class="muted" id="keys-empty">This workspace has no API keys yet.</p>';
+    : '<p class="muted empty" id="keys-empty">This workspace has no API keys yet.</p>';
   const pager = input.nextCursor
     ? `<div class="pager"><a class="button" href="${SETTINGS_PATH}?cursor=${encodeURIComponent(input.nextCursor)}">Older keys →</a></div>`
     : '';
@@ -144,13 +158,15 @@ ${rows}
       const read = `${resource}:read`;
       const write = `${resource}:write`;
       const id = (scope: string) => `scope-${scope.replace(':', '-')}`;
-      return `<div class="resource"><span>${h(resource)}</span>
+      // Each box's label names its resource too, for screen readers ("apps read").
+      const hidden = `<span class="visually-hidden">${h(resource)} </span>`;
+      return `<div class="resource"><span aria-hidden="true">${h(resource)}</span>
 <label><input type="checkbox" name="scopes" value="${h(read)}" id="${id(read)}" data-read="${id(write)}"${
         chosen.has(read) ? ' checked' : ''
-      }> read</label>
+      }> ${hidden}read</label>
 <label><input type="checkbox" name="scopes" value="${h(write)}" id="${id(write)}" data-write="${id(read)}"${
         chosen.has(write) ? ' checked' : ''
-      }> write</label></div>`;
+      }> ${hidden}write</label></div>`;
     })
     .join('\n');
   const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
@@ -158,25 +174,27 @@ ${rows}
   return layout({
     title: 'API keys',
     signedIn: { email: input.email, tenantId: input.tenantId, csrf: input.csrf },
-    body: `<nav class="crumbs">Settings › Integrations › API</nav>
-<h1>API keys</h1>
+    body: `<nav class="crumbs" aria-label="Breadcrumb"><ol><li>Settings</li><li>Integrations</li><li aria-current="page">API</li></ol></nav>
+<div class="page-head"><h1>API keys</h1>
+<p class="muted">Programs call the Workspace API with a key of this workspace, sent in the <code>X-API-Key</code> header. A key can do what its scopes allow, and nothing else.</p></div>
 ${created}${notice}${error}
-<section class="card"><h2>Keys of this workspace</h2>
+<section class="card keys-card" aria-labelledby="keys-title"><div class="card-head"><h2 id="keys-title">Keys of this workspace</h2>
+<a class="button primary" href="#create-key">New key</a></div>
 ${table}${pager}</section>
-<section class="card"><h2>Create a key</h2>
+<section class="card" aria-labelledby="create-title"><h2 id="create-title">Create a key</h2>
 <form method="post" action="${SETTINGS_PATH}/keys" id="create-key">
 <input type="hidden" name="_csrf" value="${h(input.csrf)}">
 <div class="row2"><div><label for="name">Name</label>
 <input type="text" id="name" name="name" required maxlength="200" placeholder="e.g. CI pipeline" value="${h(form.name ?? '')}"></div>
 <div><label for="expires_on">Expires on (end of day, UTC)</label>
 <input type="date" id="expires_on" name="expires_on" min="${tomorrow}" value="${h(form.expires_on ?? '')}">
-<div class="quick"><button type="button" data-days="30">30 days</button><button type="button" data-days="90">90 days</button>
+<div class="quick" role="group" aria-label="Expiry presets"><button type="button" data-days="30">30 days</button><button type="button" data-days="90">90 days</button>
 <button type="button" data-days="365">1 year</button><button type="button" data-days="0">Never</button></div></div></div>
-<label>Scopes <span class="muted">(write includes read)</span></label>
-<div class="quick"><button type="button" data-select="read">All read</button><button type="button" data-select="all">All</button>
+<fieldset class="scopes-field"><legend>Scopes <span class="muted">(write includes read)</span></legend>
+<div class="quick" role="group" aria-label="Select scopes"><button type="button" data-select="read">All read</button><button type="button" data-select="all">All</button>
 <button type="button" data-select="none">None</button></div>
-<div class="scope-grid">${scopeRows}</div>
-<p><button type="submit" class="primary">Create key</button></p>
+<div class="scope-grid">${scopeRows}</div></fieldset>
+<p class="submit"><button type="submit" class="primary">Create key</button></p>
 </form></section>`,
   });
 }

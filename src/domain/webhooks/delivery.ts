@@ -18,6 +18,7 @@ import type { Db } from '../../db/client.js';
 import type { Job, JobContext, JobLog, JobQueue } from '../../jobs/queue.js';
 import { createSecretBox, type SecretBox, SecretBoxError } from '../../lib/secret-box.js';
 import { OutboundRequestError, safeRequest } from '../../lib/ssrf.js';
+import { observeWebhookAttempt } from '../../observability/webhooks.js';
 import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from '../events.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryDelay } from './retry-policy.js';
 import { signatureHeaders } from './signing.js';
@@ -174,11 +175,8 @@ export function createWebhookDeliveryHandler(jobs: Pick<JobQueue, 'enqueue'>, op
       }
     }
     const timestamp = Math.floor(attemptedAt.getTime() / 1000);
-    const outcome = await attempt(
-      row.url,
-      signatureHeaders(signing, deliveryId, timestamp, row.payload),
-      row.payload,
-      ctx.signal,
+    const outcome = await observeWebhookAttempt({ endpointId: row.endpoint_id, deliveryId }, () =>
+      attempt(row.url, signatureHeaders(signing, deliveryId, timestamp, row.payload), row.payload, ctx.signal),
     );
     await record(tenantId, deliveryId, seq, outcome);
   };

@@ -1,0 +1,166 @@
+// What every request leaves behind: its count and duration in the metrics (labels resolved once
+// per route), one JSON log line (request id, operation id, tenant, status, duration, trace id),
+// and, with tracing on, a server span with the operation's handler in a child span of its own.
+// Routes declared after `registerRequestObservability` are observed: call it before any.
+import {
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+  type RouteHandlerMethod,
+} from 'fastify';
+import { hookList } from '../http/hooks.js';
+import { requestRecorder } from './metrics.js';
+import { activeTracer, withSpan } from './tracing.js';
+
+/** The operation label of a request to a path with no route (never the raw path). */
+export const UNMATCHED = 'unmatched';
+
+/** A route's name in metrics and logs: its registry operation id, its documented id, or its template. */
+function routeName(route: { url: string; config?: { operation?: { id: string } }; schema?: unknown }): string {
+  const operationId = (route.schema as { operationId?: unknown } | undefined)?.operationId;
+  return route.config?.operation?.id ?? (typeof operationId === 'string' ? operationId : route.url);
+}
+
+/** The levels at which the request line (info) is written. */
+const LOGS_INFO = new Set(['trace', 'debug', 'info']);
+
+/** Fastify's own request lines off (given to Fastify as `logController`): `logRequest` writes one of its own. */
+export function ownRequestLog(): LogController {
+  return new LogController({ disableRequestLogging: true });
+}
+
+/** The request log line. */
+function logRequest(request: FastifyRequest, reply: FastifyReply, operation: string, span: Span | undefined): void {
+  if (!LOGS_INFO.has(request.log.level)) return;
+  const traceId = span?.spanContext().traceId;
+  request.log.info(
+    {
+      req: request,
+      operation_id: operation,
+      tenant: request.auth?.tenantId ?? null,
+      status: reply.statusCode,
+      duration_ms: Math.round(reply.elapsedTime * 100) / 100,
+      ...(traceId ? { trace_id: traceId } : {}),
+    },
+    'request completed',
+  );
+}
+
+interface RequestSpan {
+  span: Span;
+  context: Context;
+  ended: boolean;
+}
+
+const requestSpans = new WeakMap<FastifyRequest, RequestSpan>();
+
+function endRequestSpan(request: FastifyRequest, status: number | 'aborted', operation: string): void {
+  const entry = requestSpans.get(request);
+  if (!entry || entry.ended) return;
+  entry.ended = true;
+  const { span } = entry;
+  span.setAttribute('workspace.operation_id', operation);
+  if (request.auth?.tenantId) span.setAttribute('workspace.tenant_id', request.auth.tenantId);
+  if (status === 'aborted') {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection' });
+  } else {
+    span.setAttribute('http.response.status_code', status);
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}
+
+/** Tracing on: a server span per request, and each handler run inside it (a child span for operations). */
+function registerRequestSpans(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    const tracer = activeTracer();
+    if (tracer === undefined) return done();
+    const route = request.routeOptions.url;
+    // A caller's W3C `traceparent` makes this request's span a child of the caller's.
+    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+    const span = tracer.startSpan(
+      `${request.method} ${route ?? UNMATCHED}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': request.method,
+          ...(route ? { 'http.route': route } : {}),
+          'workspace.request_id': request.id,
+        },
+      },
+      parent,
+    );
+    const spanContext = trace.setSpan(parent, span);
+    requestSpans.set(request, { span, context: spanContext, ended: false });
+    // Every line the request logs carries its trace.
+    request.log = request.log.child({ trace_id: span.spanContext().traceId });
+    context.with(spanContext, done);
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    endRequestSpan(request, 'aborted', request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED));
+    done();
+  });
+}
+
+/**
+ * The handler run inside the request's span (the body may have been read in another async
+ * context), an operation's in a child span `operation <id>` of its own.
+ */
+function tracedHandler(handler: RouteHandlerMethod, operationId: string | undefined): RouteHandlerMethod {
+  return function traced(this: FastifyInstance, request, reply) {
+    const entry = requestSpans.get(request);
+    if (!entry) return handler.call(this, request, reply);
+    return context.with(entry.context, () =>
+      operationId === undefined
+        ? handler.call(this, request, reply)
+        : withSpan(`operation ${operationId}`, { 'workspace.operation_id': operationId }, () =>
+            handler.call(this, request, reply),
+          ),
+    );
+  };
+}
+
+export function registerRequestObservability(app: FastifyInstance, { tracing }: { tracing: boolean }): void {
+  if (tracing) registerRequestSpans(app);
+  app.addHook('onRoute', (route) => {
+    const name = routeName(route);
+    const method = Array.isArray(route.method) ? route.method.join(',') : route.method;
+    const record = requestRecorder(name, method, 'rest');
+    const observe = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      record(reply.statusCode, reply.elapsedTime / 1000);
+      const entry = tracing ? requestSpans.get(request) : undefined;
+      logRequest(request, reply, name, entry?.span);
+      if (entry) endRequestSpan(request, reply.statusCode, name);
+      done();
+    };
+    route.onResponse = [...hookList(route.onResponse), observe];
+    if (tracing) route.handler = tracedHandler(route.handler, route.config?.operation?.id);
+  });
+  // A path with no route: its own fixed label, whatever the path.
+  const unmatched = new Map<string, (status: number, seconds: number) => void>();
+  app.addHook('onResponse', (request, reply, done) => {
+    if (!request.is404) return done();
+    let record = unmatched.get(request.method);
+    if (record === undefined) {
+      // Few: Node's HTTP parser takes only the methods it knows (http.METHODS).
+      record = requestRecorder(UNMATCHED, request.method, 'rest');
+      unmatched.set(request.method, record);
+    }
+    record(reply.statusCode, reply.elapsedTime / 1000);
+    const entry = tracing ? requestSpans.get(request) : undefined;
+    logRequest(request, reply, UNMATCHED, entry?.span);
+    if (entry) endRequestSpan(request, reply.statusCode, UNMATCHED);
+    done();
+  });
+}

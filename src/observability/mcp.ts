@@ -1,0 +1,68 @@
+// MCP tool calls and slots in the metrics and traces: each tool call is counted and timed under
+// its operation id (transport `mcp`), in a span of its own; the slots this process holds are counted.
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ErrorCode } from '../domain/errors.js';
+import { ERROR_CATALOGUE } from '../http/errors.js';
+import type { SlotPool } from '../mcp/slots.js';
+import { countMcpSlot, recordRefusal, requestRecorder } from './metrics.js';
+import { withSpan } from './tracing.js';
+
+const recorders = new Map<string, (status: number, seconds: number) => void>();
+
+/** The code of a tool's error result (its text is the API's error body), or internal_error. */
+function errorCode(result: CallToolResult): ErrorCode {
+  const first = result.content[0];
+  try {
+    const code = first?.type === 'text' ? (JSON.parse(first.text) as { error?: { code?: unknown } }).error?.code : null;
+    if (typeof code === 'string' && code in ERROR_CATALOGUE) return code as ErrorCode;
+  } catch {
+    /* not the API's error body */
+  }
+  return 'internal_error';
+}
+
+/** Runs a tool call (`run`) counted, timed and traced under `operationId`. */
+export async function observeToolCall(
+  operationId: string,
+  run: () => Promise<CallToolResult>,
+): Promise<CallToolResult> {
+  let record = recorders.get(operationId);
+  if (record === undefined) {
+    record = requestRecorder(operationId, 'tools/call', 'mcp');
+    recorders.set(operationId, record);
+  }
+  const started = performance.now();
+  const result = await withSpan(`tool ${operationId}`, { 'workspace.operation_id': operationId }, (span) =>
+    run().then((answer) => {
+      if (answer.isError) span?.setAttribute('workspace.error_code', errorCode(answer));
+      return answer;
+    }),
+  );
+  let status = 200;
+  if (result.isError) {
+    const code = errorCode(result);
+    status = ERROR_CATALOGUE[code].status;
+    recordRefusal(code, 'mcp');
+  }
+  record(status, (performance.now() - started) / 1000);
+  return result;
+}
+
+/** `pool`, its slots taken and given back by this process counted (mcp_slots_in_use). */
+export function countedSlots(pool: SlotPool): SlotPool {
+  return {
+    async acquire(tenantId, waitMs) {
+      const release = await pool.acquire(tenantId, waitMs);
+      if (release === null) return null;
+      countMcpSlot(1);
+      let released = false;
+      return async () => {
+        if (!released) {
+          released = true;
+          countMcpSlot(-1);
+        }
+        await release();
+      };
+    },
+  };
+}
