@@ -1,5 +1,5 @@
 // The owners' settings page (spec: Authentication 5, "Keys and their scopes are managed by the
-// workspace owner in the admin settings under integrations, API"; issue 11):
+// workspace owner in the admin settings under integrations, API"):
 // /admin/settings/integrations/api, server-rendered HTML with a little script.
 //
 // - Sign-in (/admin/login: workspace id, e-mail, password) opens a session: a random token in an
