@@ -17,6 +17,8 @@ export const LANGUAGES = ['en', 'fr', 'de', 'es'] as const;
 export type Language = (typeof LANGUAGES)[number];
 const SECTIONS = ['1', '5', '8'];
 const MAN_ROOT = '/usr/share/man';
+/** Pages that repeat another word for word (`dir` and `vdir` are `ls`; the `-tcp` builds the `-sysv`). */
+const DUPLICATES = new Set(['dir.1', 'vdir.1', 'faked-tcp.1', 'fakeroot-tcp.1']);
 const OUT = path.resolve(import.meta.dirname, 'corpus');
 
 export interface CorpusDocument {
@@ -38,7 +40,7 @@ function commonPages(): { slug: string; file: string; pkg: string }[] {
     for (const file of [...(sets[0] ?? [])].sort()) {
       if (!file.endsWith('.gz') || !sets.every((s) => s.has(file))) continue;
       const slug = file.replace(/\.gz$/, '');
-      if (!/^[a-z][a-z0-9._+-]*\.[0-9]$/.test(slug) || slug.startsWith('intro.')) continue;
+      if (!/^[a-z][a-z0-9._+-]*\.[0-9]$/.test(slug) || slug.startsWith('intro.') || DUPLICATES.has(slug)) continue;
       // Links (`egrep`, alternatives) repeat another page.
       if (LANGUAGES.some((l) => lstatSync(`${pageDir(l, section)}/${file}`).isSymbolicLink())) continue;
       const owner = execFileSync('dpkg', ['-S', `${pageDir('en', section)}/${file}`], { encoding: 'utf8' });
