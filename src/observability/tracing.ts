@@ -74,6 +74,8 @@ export function currentTraceId(): string | undefined {
 
 /** Flushes and stops the SDK started by `startTracing`; undefined while tracing is off. */
 let stopProvider: (() => Promise<void>) | undefined;
+/** Sends the spans ended so far; undefined while tracing is off. */
+let flushProvider: (() => Promise<void>) | undefined;
 
 /** The tracer, for the modules that make request and database spans; undefined while tracing is off. */
 export function activeTracer(): Tracer | undefined {
@@ -107,6 +109,7 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   provider.register();
   tracer = provider.getTracer('workspace-api');
   stopProvider = () => provider.shutdown();
+  flushProvider = () => provider.forceFlush();
   return true;
 }
 
@@ -115,5 +118,11 @@ export async function stopTracing(): Promise<void> {
   const stop = stopProvider;
   tracer = undefined;
   stopProvider = undefined;
+  flushProvider = undefined;
   if (stop) await stop();
+}
+
+/** Sends the spans ended so far without waiting for the next batch; nothing while tracing is off. */
+export async function flushTracing(): Promise<void> {
+  await flushProvider?.();
 }
