@@ -9,6 +9,7 @@ import type { TenantService } from './domain/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
 import { tuneHeapGrowth } from './lib/heap.js';
 import { connectRedis } from './lib/redis.js';
+import { startProgress } from './lib/start-progress.js';
 import { startTracing, stopTracing } from './observability/tracing.js';
 import { buildApp } from './server.js';
 
@@ -43,15 +44,18 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
 }
 
 export async function serve(config: Config): Promise<void> {
+  const progress = startProgress((text) => process.stderr.write(text), config.logLevel === 'silent');
   // Before the database is opened and the app built: both look once whether tracing is on.
   await startTracing();
   const database = await openDatabaseAtStart({
     url: config.databaseUrl,
     dataDir: config.dataDir,
     preparedStatements: config.databasePreparedStatements,
+    stage: progress.stage,
   });
   tuneHeapGrowth(database.kind);
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, progress.stage);
+  progress.begin('Starting the server');
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
 
   const { app, services, jobs, drain } = await buildApp({ config, db: database.db, redis });
@@ -121,6 +125,7 @@ export async function serve(config: Config): Promise<void> {
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  progress.ready(origin);
   if (seeded.length > 0) {
     process.stdout.write(
       [

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import type { StartStage } from '../lib/start-progress.js';
 import { observedDialect } from '../observability/database.js';
 import { createDataDir, PGliteThread } from './pglite-thread.js';
 import { prepareStatements } from './prepared.js';
@@ -41,6 +42,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Statements each PostgreSQL connection keeps prepared (see prepared.ts); 0 prepares none. */
   preparedStatements?: number;
+  /** Shows a lengthy step (creating an embedded database) as a stage of the start. */
+  stage?: StartStage | undefined;
 }
 
 // A connection lost (the database restarted, a failover, a proxy or `pg_terminate_backend` cut it)
@@ -92,7 +95,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   }
   let thread: PGliteThread;
   try {
-    if (dir && !existsSync(path.join(dir, 'PG_VERSION'))) await createDataDir(dir, PGLITE_OPTIONS);
+    if (dir && !existsSync(path.join(dir, 'PG_VERSION'))) {
+      const create = () => createDataDir(dir, PGLITE_OPTIONS);
+      await (options.stage ? options.stage(`Creating the database at ${options.dataDir}`, create) : create());
+    }
     thread = await PGliteThread.open(dir, PGLITE_OPTIONS, options.template);
   } catch (error) {
     unlock();

@@ -2,6 +2,7 @@
 // one transaction. They run at start and through `workspace migrate`, on PGlite and PostgreSQL
 // alike, under Kysely's Migrator (which takes an advisory lock, so instances may start together).
 import { type Kysely, type Migration as KyselyMigration, Migrator, sql } from 'kysely';
+import type { StartStage } from '../lib/start-progress.js';
 import { foundation } from './migrations/0001-foundation.js';
 import { knowledge } from './migrations/0002-knowledge.js';
 import { customData } from './migrations/0003-data.js';
@@ -40,7 +41,8 @@ export const MIGRATIONS: Migration[] = [
   jobsFollowUp,
 ];
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+/** `stage`, if given, shows the migrations as a stage of the start when there are any to run. */
+export async function migrateToLatest(db: Kysely<Database>, stage?: StartStage): Promise<string[]> {
   const migrations: Record<string, KyselyMigration> = {};
   for (const migration of MIGRATIONS) {
     migrations[migration.name] = {
@@ -52,7 +54,7 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   // The bookkeeping tables live in the schema the connection works in (search_path), so
   // databases that hold several schemas (tests, shared servers) keep them apart.
   const schema = await currentSchema(db);
-  await refuseNewerDatabase(db, schema);
+  const applied = await refuseNewerDatabase(db, schema);
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
@@ -63,28 +65,34 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   // nothing of ours changed: invalid_schema_name (3F000), or a table or column gone from under
   // `pg_get_serial_sequence` (42P01, 42703). An error there comes without results: nothing was
   // migrated, so it is asked again.
-  for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator.migrateToLatest();
-    if (error && results === undefined && isCatalogRace(error) && attempt < 5) continue;
-    if (error) throw error instanceof Error ? error : new Error(String(error));
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  }
+  const run = async () => {
+    for (let attempt = 1; ; attempt++) {
+      const { error, results } = await migrator.migrateToLatest();
+      if (error && results === undefined && isCatalogRace(error) && attempt < 5) continue;
+      if (error) throw error instanceof Error ? error : new Error(String(error));
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    }
+  };
+  const pending = MIGRATIONS.length - applied.length;
+  if (!stage || pending === 0) return run();
+  return stage(`Migrating the database (${pending} migration${pending === 1 ? '' : 's'})`, run);
 }
 
 /**
  * A database migrated by a newer version holds migrations this one does not know. Kysely's
  * migrator then stops with "corrupted migrations" and a stack trace; this says what happened, in
  * one line (its `code` makes the CLI print the message alone), before anything is changed.
+ * Otherwise it answers the migrations the database has.
  */
-async function refuseNewerDatabase(db: Kysely<Database>, schema: string): Promise<void> {
+async function refuseNewerDatabase(db: Kysely<Database>, schema: string): Promise<string[]> {
   const table = await sql<{ found: string | null }>`
     select to_regclass(quote_ident(${schema}) || '.kysely_migration')::text as found`.execute(db);
-  if (!table.rows[0]?.found) return; // a new database
+  if (!table.rows[0]?.found) return []; // a new database
   const migrationTable = sql.table(`${schema}.kysely_migration`);
   const applied = await sql<{ name: string }>`select name from ${migrationTable} order by name`.execute(db);
   const known = new Set(MIGRATIONS.map((migration) => migration.name));
   const unknown = applied.rows.map((row) => row.name).filter((name) => !known.has(name));
-  if (unknown.length === 0) return;
+  if (unknown.length === 0) return applied.rows.map((row) => row.name);
   throw Object.assign(
     new Error(
       `the database was migrated by a newer version of this server (migrations ${unknown.join(', ')}); ` +
