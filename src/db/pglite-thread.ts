@@ -203,7 +203,7 @@ import(module)
 
 /**
  * Creates a PGlite data directory (initdb) in a process of its own that then ends. initdb peaks at
- * some 800 MB; a thread of the server gave the WebAssembly memory back when it ended, but not the
+ * some 670 MB; a thread of the server gave the WebAssembly memory back when it ended, but not the
  * C heap it had fragmented (an idle server on a new directory held 388 MB rather than 296 MB).
  *
  * initdb writes into `<dir>.initdb`, renamed to `dir` once complete, so a start stopped meanwhile
@@ -219,7 +219,10 @@ export async function createDataDir(dir: string, options: object): Promise<void>
   const removeStaging = () => existsSync(staging) && rmSync(staging, { recursive: true });
   removeStaging();
   const module = pgliteModule();
-  const child = spawn(process.execPath, ['-e', INITDB_SOURCE, JSON.stringify([module, staging, options])], {
+  // On V8's baseline compiler only, as the server runs (--liftoff-only): initdb is a short run of
+  // much WebAssembly, which the optimising compiler would compile at more cost than it saves.
+  const args = ['--liftoff-only', '-e', INITDB_SOURCE, JSON.stringify([module, staging, options])];
+  const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
