@@ -403,6 +403,11 @@ describe.skipIf(browserMissing)('the settings page in a browser', () => {
     page.on('console', (message) => {
       if (message.type() === 'error') problems.push(message.text());
     });
+    // The sign-in form fits a phone as well.
+    await page.setViewportSize({ width: 390, height: 900 });
+    await page.goto(`${base}/admin/login`);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'sign-in-390.png'), fullPage: true });
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
     await signInOnPage(page, owner);
     const row = (name: string) => page.locator('#keys tbody tr', { hasText: name });
 

@@ -35,6 +35,8 @@ h2{font-size:1.05rem;margin:0 0 .75rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:var(--radius);padding:1.25rem 1.5rem;
 margin-bottom:1.5rem;box-shadow:0 1px 2px rgba(31,35,40,.04)}
 .narrow{max-width:26rem;margin:4rem auto}
+.narrow h1{margin-bottom:.25rem}
+.narrow button.primary{width:100%;padding:.5rem .85rem;font-size:.9375rem}
 .card-head{display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;gap:.5rem 1rem;
 padding:1rem 1.5rem;border-bottom:1px solid var(--line)}
 .card-head h2{margin:0}
@@ -64,11 +66,11 @@ table{border-collapse:collapse;width:100%}
 #keys th,#keys td{text-align:left;padding:.75rem .6rem;border-bottom:1px solid var(--line-soft);vertical-align:top}
 #keys th:first-child,#keys td:first-child{padding-left:1.5rem}
 #keys th:last-child,#keys td:last-child{padding-right:1.5rem}
-#keys tbody tr:last-child td{border-bottom:0}
+#keys tbody tr:last-child>*{border-bottom:0}
 #keys tbody tr:hover{background:#f9fafb}
-#keys th{font-size:.75rem;font-weight:600;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);
+#keys thead th{font-size:.75rem;font-weight:600;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);
 background:#f6f8fa;border-bottom:1px solid var(--line);white-space:nowrap}
-#keys td.key{width:30%;min-width:11rem}
+#keys .key{width:30%;min-width:11rem;font-weight:400}
 #keys td.scopes{width:27%;min-width:10.5rem}
 .key-name{display:block;overflow-wrap:anywhere}
 .prefix{display:block;margin-top:.15rem;color:var(--muted);overflow-wrap:anywhere}
@@ -124,8 +126,8 @@ margin:.6rem 0 .5rem}
   #keys tr{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:.6rem .75rem;padding:1rem 1.25rem;
   border-bottom:1px solid var(--line-soft)}
   #keys tbody tr:last-child{border-bottom:0}
-  #keys td,#keys td:first-child,#keys td:last-child{display:block;padding:0;border:0;width:auto;min-width:0}
-  #keys td.key{grid-column:1/3;grid-row:1}
+  #keys td,#keys th,#keys th:first-child,#keys td:last-child{display:block;padding:0;border:0;width:auto;min-width:0}
+  #keys .key{grid-column:1/3;grid-row:1;width:auto;min-width:0}
   #keys td.status{grid-column:3;grid-row:1;justify-self:end}
   #keys td.scopes{grid-column:1/-1}
   #keys td.actions{grid-column:1/-1}

@@ -105,7 +105,7 @@ function keyRow(key: ApiKeyRecord, csrf: string): string {
           ),
         ].join('');
   return `<tr data-key-id="${h(key.id)}" class="${h(key.status)}">
-<td class="key"><strong class="key-name">${h(key.name)}</strong><code class="prefix">${h(key.prefix)}…</code></td>
+<th scope="row" class="key"><strong class="key-name">${h(key.name)}</strong><code class="prefix">${h(key.prefix)}…</code></th>
 <td class="scopes" data-label="Scopes">${scopeChips(key.scopes)}</td>
 <td class="status"><span class="badge ${h(key.status)}" data-status="${h(key.status)}">${h(key.status)}</span></td>
 <td class="when last-used" data-label="Last used">${when(key.last_used_at, 'never')}</td>
