@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_SCOPES } from '../src/domain/scopes.js';
 import { OPERATIONS } from '../src/operations/index.js';
 import { ADMIN_TOKEN, type CallResult, startTestApp, type TestApp } from './helpers.js';
 
@@ -32,11 +33,60 @@ describe('OpenAPI document', () => {
   });
 
   it('declares the ScopedAPIKeyAuth scheme (apiKey in the X-API-Key header)', () => {
-    expect(doc.components.securitySchemes.ScopedAPIKeyAuth).toEqual({
+    expect(doc.components.securitySchemes.ScopedAPIKeyAuth).toMatchObject({
       type: 'apiKey',
       in: 'header',
       name: 'X-API-Key',
     });
+  });
+
+  it('the API-key scheme lists the scope catalogue, and every scope an operation requires is in it', () => {
+    const listed = doc.components.securitySchemes.ScopedAPIKeyAuth['x-scopes'];
+    expect(Object.keys(listed).sort()).toEqual([...ALL_SCOPES].sort());
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item as Record<string, { security?: object[] }>)) {
+        for (const requirement of operation.security ?? []) {
+          for (const scope of (requirement as { ScopedAPIKeyAuth?: string[] }).ScopedAPIKeyAuth ?? []) {
+            expect(listed[scope], `${method} ${path}: ${scope}`).toEqual(expect.any(String));
+          }
+        }
+      }
+    }
+  });
+
+  it('declares every tag its operations and webhooks use, each with a description', () => {
+    const used = new Set(
+      [...Object.values(doc.paths), ...Object.values(doc.webhooks)].flatMap((item) =>
+        Object.values(item as Record<string, { tags?: string[] }>).flatMap((operation) => operation.tags ?? []),
+      ),
+    );
+    expect(used.size).toBeGreaterThan(5);
+    expect(new Set(doc.tags.map((tag: { name: string }) => tag.name))).toEqual(used);
+    for (const tag of doc.tags) expect(tag.description, tag.name).toEqual(expect.stringMatching(/\S/));
+  });
+
+  it('every operation has a description', () => {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item as Record<string, { description?: string }>)) {
+        expect(operation.description, `${method} ${path}`).toEqual(expect.stringMatching(/\S/));
+      }
+    }
+  });
+
+  it('info names a contact and a licence, and links the error catalogue', () => {
+    expect(doc.info.contact.name).toEqual(expect.any(String));
+    expect(doc.info.license).toMatchObject({ name: expect.any(String), identifier: expect.any(String) });
+    expect(doc.info.description).toContain('](/docs/errors)');
+  });
+
+  it('the outgoing webhooks take no security scheme (their signature headers are declared instead)', () => {
+    expect(Object.keys(doc.webhooks).length).toBeGreaterThan(0);
+    for (const [name, item] of Object.entries(doc.webhooks as Record<string, { post: Record<string, unknown> }>)) {
+      expect(item.post.security, name).toEqual([]);
+      expect(item.post.parameters, name).toEqual(
+        expect.arrayContaining([expect.objectContaining({ in: 'header', required: true })]),
+      );
+    }
   });
 
   it('documents every registry operation under /api/v1 with its scope and its error answers', () => {
@@ -308,11 +358,12 @@ describe('a rate-limited answer is declared', () => {
   it('the servers follow BASE_DOMAIN, and PUBLIC_URL when it is set (the document is not limited)', async () => {
     const own = (await limited.call({ url: '/api/v1/openapi.json' })).body;
     expect(own.servers.map((server: { url: string }) => server.url)).toEqual([
+      '/',
       'https://{tenant_id}.{base_domain}',
       'https://api.workspace.example',
-      '/',
     ]);
-    expect(own.servers[0].variables.base_domain.default).toBe('workspace.example');
+    expect(own.servers[1].variables.base_domain.default).toBe('workspace.example');
+    expect(own.info.contact.url).toBe('https://api.workspace.example');
   });
 
   const requests: [string, string, Parameters<TestApp['call']>[0]][] = [
@@ -446,12 +497,12 @@ describe('response headers', () => {
 });
 
 describe('servers', () => {
-  it("name a tenant's own host, https://{tenant_id}.{base_domain}, and the host serving the document", () => {
-    expect(doc.servers[0]).toMatchObject({
+  it("name first the host serving the document (where /docs tries requests), then a tenant's own host", () => {
+    expect(doc.servers[0].url).toBe('/');
+    expect(doc.servers[1]).toMatchObject({
       url: 'https://{tenant_id}.{base_domain}',
       variables: { tenant_id: { default: 'demo' }, base_domain: { default: t.config.baseDomain } },
     });
-    expect(doc.servers.at(-1).url).toBe('/');
   });
 
   it("a tenant's host serves its keys and refuses another tenant's; a bare host serves the key's tenant", async () => {

@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an API key */
+        /**
+         * Get an API key
+         * @description One API key by its id, of any tenant (without its secret); an unknown id answers 404.
+         */
         get: operations["adminGetApiKey"];
         put?: never;
         post?: never;
@@ -88,10 +91,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tenants */
+        /**
+         * List tenants
+         * @description Every tenant of this deployment, newest first, a page at a time (`limit`, `cursor`).
+         */
         get: operations["adminListTenants"];
         put?: never;
-        /** Create a tenant */
+        /**
+         * Create a tenant
+         * @description Creates a workspace: `tenant_id` becomes the label of its own host ({tenant_id}.BASE_DOMAIN). With `owner`, its first owner comes with it (their password generated and returned once as `owner_password` when none is sent). A `tenant_id` already taken answers 409.
+         */
         post: operations["adminCreateTenant"];
         delete?: never;
         options?: never;
@@ -106,7 +115,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a tenant */
+        /**
+         * Get a tenant
+         * @description One tenant by its id; an unknown id answers 404.
+         */
         get: operations["adminGetTenant"];
         put?: never;
         post?: never;
@@ -123,7 +135,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the API keys of a tenant */
+        /**
+         * List the API keys of a tenant
+         * @description The tenant's API keys, a page at a time (`limit`, `cursor`): name, scopes, status and the secret's first characters, never the secret itself.
+         */
         get: operations["adminListApiKeys"];
         put?: never;
         /**

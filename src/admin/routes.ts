@@ -136,6 +136,10 @@ export function registerAdminRoutes(
           ...common,
           operationId: 'adminCreateTenant',
           summary: 'Create a tenant',
+          description:
+            'Creates a workspace: `tenant_id` becomes the label of its own host ({tenant_id}.BASE_DOMAIN). With ' +
+            '`owner`, its first owner comes with it (their password generated and returned once as ' +
+            '`owner_password` when none is sent). A `tenant_id` already taken answers 409.',
           body: Type.Object(
             {
               tenant_id: Type.String({
@@ -202,6 +206,7 @@ export function registerAdminRoutes(
           ...common,
           operationId: 'adminListTenants',
           summary: 'List tenants',
+          description: 'Every tenant of this deployment, newest first, a page at a time (`limit`, `cursor`).',
           querystring: ListQuery,
           response: responses({ 200: ListOf(Tenant) }),
         },
@@ -216,6 +221,7 @@ export function registerAdminRoutes(
           ...common,
           operationId: 'adminGetTenant',
           summary: 'Get a tenant',
+          description: 'One tenant by its id; an unknown id answers 404.',
           params: TenantParams,
           response: responses({ 200: Tenant }, 'not_found'),
         },
@@ -258,6 +264,9 @@ export function registerAdminRoutes(
           ...common,
           operationId: 'adminListApiKeys',
           summary: 'List the API keys of a tenant',
+          description:
+            "The tenant's API keys, a page at a time (`limit`, `cursor`): name, scopes, status and the secret's " +
+            'first characters, never the secret itself.',
           params: TenantParams,
           querystring: ListQuery,
           response: responses({ 200: ListOf(ApiKey) }, 'not_found'),
@@ -277,6 +286,7 @@ export function registerAdminRoutes(
           ...common,
           operationId: 'adminGetApiKey',
           summary: 'Get an API key',
+          description: 'One API key by its id, of any tenant (without its secret); an unknown id answers 404.',
           params: KeyParams,
           response: responses({ 200: ApiKey }, 'not_found'),
         },

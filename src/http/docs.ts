@@ -1,16 +1,30 @@
 // The service documents itself: the OpenAPI 3.1.0 document at /api/v1/openapi.json, an
 // interactive reference at /docs, and the error reference at /docs/errors that every error's
-// `doc_url` points into.
+// `doc_url` points into. These answers, large and read by browsers, are compressed; the API's are not.
+import compress from '@fastify/compress';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { openApiWebhooks } from '../domain/webhooks/event-types.js';
 import type { Operation } from '../operations/registry.js';
+import { errorCataloguePage } from './error-page.js';
 import { ERROR_CATALOGUE } from './errors.js';
 import { NOT_STORED_STATUSES } from './idempotency.js';
+import { API_DESCRIPTION, API_LICENSE, apiContact, documentTags, scopeList } from './openapi-metadata.js';
 
 export const API_VERSION = '1.0.0';
+
+/** The API key, with the scope catalogue in `x-scopes` (an extension: an API-key scheme has no OAuth flows). */
+const API_KEY_SCHEME = {
+  type: 'apiKey' as const,
+  in: 'header' as const,
+  name: 'X-API-Key',
+  description:
+    'An API key of the tenant. Its scopes, from a fixed catalogue (listed in `x-scopes`), are named in each ' +
+    "operation's security requirement; a write scope includes its read scope.",
+  'x-scopes': scopeList(),
+};
 
 export async function registerOpenApi(
   app: FastifyInstance,
@@ -23,17 +37,20 @@ export async function registerOpenApi(
       info: {
         title: 'Workspace API',
         version: API_VERSION,
-        description:
-          'The public, multi-tenant HTTP API of the workspace of an AI support-agent platform. ' +
-          'Authenticate with an API key in `X-API-Key`; keys carry `<resource>:read` / `<resource>:write` scopes. ' +
-          'Errors: see /docs/errors.',
+        description: API_DESCRIPTION,
+        contact: apiContact(config.publicUrl),
+        license: API_LICENSE,
       },
-      // OpenAPI 3.1 `webhooks`: every event type we send, with its payload (issue 12).
-      webhooks: openApiWebhooks(),
+      // OpenAPI 3.1 `webhooks`: every event type we send, with its payload.
+      webhooks: unauthenticatedWebhooks(openApiWebhooks()),
       components: {
         securitySchemes: {
-          ScopedAPIKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-          OperatorToken: { type: 'http', scheme: 'bearer' },
+          ScopedAPIKeyAuth: API_KEY_SCHEME,
+          OperatorToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The operator token of the control plane (/admin/v1): ADMIN_TOKEN, or one generated at start.',
+          },
         },
       },
     },
@@ -42,20 +59,26 @@ export async function registerOpenApi(
     },
     transformObject: (documents) =>
       'openapiObject' in documents
-        ? withResponseHeaders(withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations))))
+        ? withTags(
+            withResponseHeaders(
+              withIdempotency(optionalDefaults(withEventStreams(documents.openapiObject, operations))),
+            ),
+          )
         : documents.swaggerObject,
   });
 }
 
 /**
- * Where the paths are served (README: Tenancy): `{base_url}`, a tenant's own host, first, as the
- * spec has it; then PUBLIC_URL when this deployment knows its public origin; then the host this
- * document was read from (a relative URL), on which the interactive reference tries requests.
+ * Where the paths are served (README: Tenancy). First the host this document was read from (a
+ * relative URL): the interactive reference at /docs tries requests there, so they reach the
+ * server showing it. Then `{base_url}`, a tenant's own host, as the spec has it; then PUBLIC_URL
+ * when this deployment knows its public origin.
  */
 function servers({ baseDomain, publicUrl }: Pick<Config, 'baseDomain' | 'publicUrl'>) {
   const anyHost =
     "On a host that names no tenant (BASE_DOMAIN itself, localhost, an IP address) the key's tenant is used.";
   return [
+    { url: '/', description: `The host serving this document. ${anyHost}` },
     {
       url: 'https://{tenant_id}.{base_domain}',
       description:
@@ -70,8 +93,26 @@ function servers({ baseDomain, publicUrl }: Pick<Config, 'baseDomain' | 'publicU
       },
     },
     ...(publicUrl ? [{ url: publicUrl, description: `This deployment's public origin (PUBLIC_URL). ${anyHost}` }] : []),
-    { url: '/', description: `The host serving this document. ${anyHost}` },
   ];
+}
+
+/**
+ * The events are requests this server sends, not ones it takes: no security scheme applies
+ * (`security: []`); the receiver checks their Standard Webhooks signature headers instead.
+ */
+function unauthenticatedWebhooks<T extends Record<string, { post: object }>>(webhooks: T): T {
+  for (const item of Object.values(webhooks)) Object.assign(item.post, { security: [] });
+  return webhooks;
+}
+
+/** The tags the operations and webhooks use, declared at the top with what each covers. */
+function withTags<T extends { paths?: unknown; webhooks?: unknown }>(document: T): T {
+  const used = [document.paths, document.webhooks].flatMap((items) =>
+    Object.values((items ?? {}) as Record<string, Record<string, { tags?: string[] }>>).flatMap((item) =>
+      Object.values(item ?? {}).flatMap((operation) => operation?.tags ?? []),
+    ),
+  );
+  return Object.assign(document, { tags: documentTags(used) });
 }
 
 interface DocumentedOperation {
@@ -249,35 +290,30 @@ function optionalDefaults<T extends { paths?: unknown }>(document: T): T {
   return document;
 }
 
+/**
+ * The document, the reference and the error catalogue, in a scope of their own that compresses
+ * its answers (gzip or brotli, from 1 KB): the reference's script and the document are megabytes a
+ * browser waits for. The API's answers are not compressed: a small list would cost about as much
+ * CPU to compress as to answer (docs: "Where the reference is").
+ */
 export async function registerDocsRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
-
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
-
-  app.get('/docs/errors', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) => {
-    const rows = Object.entries(ERROR_CATALOGUE)
-      .map(
-        ([code, e]) =>
-          `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${e.status}</td>` +
-          `<td><code>${e.type}</code></td><td>${escapeHtml(e.condition)}</td></tr>`,
-      )
-      .join('\n');
-    reply.type('text/html; charset=utf-8');
-    return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Workspace API — errors</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2328}
-table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #d0d7de;padding:.5rem;text-align:left;vertical-align:top}
-tr:target{background:#fff8c5}code{font-size:90%}</style></head>
-<body><h1>Errors</h1>
-<p>Every error answers <code>{"error": {type, code, message, param, doc_url, event_id}}</code>.
-<code>param</code> names the parameter at fault as a path (<code>files[3].path</code>);
-<code>event_id</code> comes with <code>internal_error</code> and names the server log entry.</p>
-<table><thead><tr><th>code</th><th>status</th><th>type</th><th>when</th></tr></thead><tbody>
-${rows}
-</tbody></table></body></html>`;
+  await app.register(async (docs) => {
+    await docs.register(compress, {
+      encodings: ['br', 'gzip'],
+      threshold: 1024,
+    });
+    docs.get('/api/v1/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () =>
+      app.swagger(),
+    );
+    await docs.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { deepLinking: true },
+      theme: { title: 'Workspace API reference' },
+    });
+    const errorPage = errorCataloguePage();
+    docs.get('/docs/errors', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) => {
+      reply.type('text/html; charset=utf-8');
+      return errorPage;
+    });
   });
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
 }
