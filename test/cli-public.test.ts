@@ -1,5 +1,6 @@
-// The `workspace` CLI's public-API commands (issue 11), run as processes (`node bin/workspace.js`)
-// against a live server whose job workers run: their output, progress and exit codes.
+// The `workspace` CLI's public-API commands against a live server whose job workers run: their
+// output, progress and exit codes. They run in this process (the same code as the binary, see
+// test/support/cli-run.ts); the terminal's progress bar runs the binary under a pseudo-terminal.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -7,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.js';
-import { BIN, runCli } from './support/process.js';
+import { runInProcess } from './support/cli-run.js';
+import { BIN } from './support/process.js';
 
 const folders: string[] = [];
 let t: TestApp;
@@ -22,7 +24,8 @@ afterAll(async () => {
   await t.close();
 });
 
-const run = (args: string[], env: Record<string, string> = {}) => runCli(args, { WORKSPACE_URL: base, ...env });
+const run = (args: string[], env: Record<string, string> = {}) =>
+  runInProcess(args, { env: { WORKSPACE_URL: base, ...env } });
 
 function folder(files: Record<string, string | Buffer>): string {
   const root = mkdtempSync(path.join(os.tmpdir(), 'ws-commit-'));
@@ -69,6 +72,27 @@ describe('apps commit', () => {
     });
   });
 
+  it('committing a folder that matches the app makes no commit: it says "Nothing to commit" and exits 0', async () => {
+    const { key } = await t.tenant(['apps:write']);
+    await post(key, '/api/v1/apps', { name: 'same' });
+    const root = folder({ 'index.html': '<h1>Same</h1>', 'docs/a.md': '# A' });
+    expect((await run(['apps', 'commit', 'same', root, '-m', 'first'], { WORKSPACE_API_KEY: key })).code).toBe(0);
+
+    const again = await run(['apps', 'commit', 'same', root, '-m', 'again'], { WORKSPACE_API_KEY: key });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`Nothing to commit: ${root} matches the files of same.`);
+    const json = await run(['apps', 'commit', 'same', root, '-m', 'again', '--json'], { WORKSPACE_API_KEY: key });
+    expect(JSON.parse(json.stdout)).toEqual({ object: 'list', data: [] });
+    const commits = await t.call({ url: '/api/v1/apps/same/commits', key });
+    expect(commits.body.data.map((c: { message: string }) => c.message)).toEqual(['first']);
+
+    // One changed file of two: only it is sent.
+    writeFileSync(path.join(root, 'docs/a.md'), '# A, edited');
+    const changed = await run(['apps', 'commit', 'same', root, '-m', 'edit'], { WORKSPACE_API_KEY: key });
+    expect(changed.stdout).toContain('1 files sent, 0 added, 1 modified');
+    expect(changed.stdout).toContain('Committed 1 files to same in 1 commit(s) (1 unchanged).');
+  });
+
   it('splits a folder of more than 200 files into commits of at most 200, numbered in their messages', async () => {
     const { key } = await t.tenant(['apps:write']);
     await post(key, '/api/v1/apps', { name: 'big' });
@@ -92,8 +116,10 @@ describe('apps commit', () => {
     expect(missingApp.code).toBe(1);
     expect(missingApp.stderr).toContain('404 not_found');
 
-    const readOnly = await t.key((await t.tenant(['apps:read'])).tenantId, ['apps:read']);
-    const scope = await run(['apps', 'commit', 'nope', root, '-m', 'x'], { WORKSPACE_API_KEY: readOnly });
+    const owner = await t.tenant(['apps:write']);
+    await post(owner.key, '/api/v1/apps', { name: 'read-only' });
+    const readOnly = await t.key(owner.tenantId, ['apps:read']);
+    const scope = await run(['apps', 'commit', 'read-only', root, '-m', 'x'], { WORKSPACE_API_KEY: readOnly });
     expect(scope.code).toBe(1);
     expect(scope.stderr).toContain('403 insufficient_scope');
 

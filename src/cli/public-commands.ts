@@ -1,30 +1,19 @@
-// The `workspace` CLI's public-API commands (issue 11): what a developer runs from a terminal or a
-// CI job, with an API key (`--api-key` or WORKSPACE_API_KEY) against `--url` / WORKSPACE_URL.
+// The `workspace` CLI's public-API commands: what a developer runs from a terminal or a CI job,
+// with an API key (`--api-key` or WORKSPACE_API_KEY) against `--url` / WORKSPACE_URL.
 //
 //   workspace sources sync <source_id> [--wait]
 //   workspace apps commit <app> <folder> -m <message>
 //   workspace simulations run <dataset_id> [--agent <id>] [--wait] [--min-success-rate 0.8]
 //   workspace coverage
 //
-// Exit codes: 0 done; 1 the work failed (a failed sync or run, a success rate under
-// --min-success-rate, an API error, a timeout); 2 a usage error. Results go to standard output
-// (`--json` for machines); progress goes to standard error, as a bar when it is a terminal.
-import { lstat, readdir, readFile } from 'node:fs/promises';
+// Results go to standard output (`--json` for machines); progress goes to standard error, as a bar
+// when it is a terminal.
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { retryingFetch, WorkspaceApiError } from '../../client/src/index.js';
-
-export const PUBLIC_COMMANDS = new Set(['sources', 'apps', 'simulations', 'coverage']);
-
-export const PUBLIC_USAGE = `  sources sync <source_id> [--wait]       sync a knowledge source; --wait follows it to the end
-  apps commit <app> <folder> -m MESSAGE   commit a folder's files to an app (≤ 200 files a commit)
-  simulations run <dataset_id> [--agent ID] [--wait] [--min-success-rate 0.8]
-                                          run a simulation; --wait shows progress and gates on the rate
-  coverage                                print the latest knowledge coverage per domain
-
-  Public-API commands take --api-key KEY (default $WORKSPACE_API_KEY), --url URL (default
-  $WORKSPACE_URL or http://127.0.0.1:$PORT), --json, and with --wait: --interval SECONDS (default 2),
-  --timeout SECONDS (default 1800).`;
+import type { CommandSpec, Flag, Invocation } from './commands.js';
+import { CommandError, UsageError } from './errors.js';
+import { type LocalFile, readFolder } from './folder.js';
+import { call, type Json, listAll } from './http.js';
+import { grid } from './table.js';
 
 /** Files a commit may carry (spec: Commit App Files, 1–200 files). */
 export const FILES_PER_COMMIT = 200;
@@ -32,99 +21,60 @@ export const FILES_PER_COMMIT = 200;
 const BYTES_PER_COMMIT = 4 * 1024 * 1024;
 const MAX_PATH_LENGTH = 200;
 
-class UsageError extends Error {}
-class CommandError extends Error {}
-
-interface Context {
-  url: string;
-  apiKey: string;
-  json: boolean;
-  intervalMs: number;
-  timeoutMs: number;
-  out: NodeJS.WritableStream;
-  err: NodeJS.WriteStream | NodeJS.WritableStream;
-}
-
-type Json = Record<string, unknown>;
-
-/** One call of the public API: JSON in, JSON out; a 429 waits for Retry-After; errors throw. */
-async function api(ctx: Context, method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Json> {
-  const send = retryingFetch((request) => fetch(request), {
-    maxRetries: 3,
-    onRetry: ({ delayMs }) => ctx.err.write(`rate limited: retrying in ${Math.ceil(delayMs / 1000)} s\n`),
-  });
-  let response: Response;
-  try {
-    response = await send(
-      new Request(`${ctx.url}${pathname}`, {
-        method,
-        headers: {
-          'x-api-key': ctx.apiKey,
-          accept: 'application/json',
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      }),
-    );
-  } catch {
-    throw new CommandError(`Cannot reach the API at ${ctx.url}: is the URL right and the server running?`);
-  }
-  if (!response.ok) throw await WorkspaceApiError.fromResponse(response);
-  return (await response.json()) as Json;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `read` until `done` says so, or the timeout passes. */
-async function poll(ctx: Context, read: () => Promise<Json>, done: (record: Json) => boolean, what: string) {
-  const deadline = Date.now() + ctx.timeoutMs;
+export const WAIT_FLAGS: Flag[] = [
+  { name: 'interval', value: 'SECONDS', help: 'how often to poll while waiting (default 2)' },
+  { name: 'timeout', value: 'SECONDS', help: 'give up waiting after this long, exit 1 (default 1800)' },
+];
+
+function seconds(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`${name} takes a number of seconds, got '${value}'.`, 'invalid_value', name);
+  }
+  return Math.round(n * 1000);
+}
+
+/** Polls `read` until `done` says so, or --timeout passes. */
+async function poll(inv: Invocation, read: () => Promise<Json>, done: (record: Json) => boolean, what: string) {
+  const intervalMs = seconds(inv.values.interval, 2000, '--interval');
+  const timeoutMs = seconds(inv.values.timeout, 1_800_000, '--timeout');
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const record = await read();
     if (done(record)) return record;
     if (Date.now() >= deadline) {
-      throw new CommandError(`Gave up waiting for ${what} after ${Math.round(ctx.timeoutMs / 1000)} s.`);
+      throw new CommandError(`Gave up waiting for ${what} after ${Math.round(timeoutMs / 1000)} s.`, 'timeout');
     }
-    await sleep(ctx.intervalMs);
+    await sleep(intervalMs);
   }
 }
-
-function print(ctx: Context, result: unknown, human: () => string): void {
-  ctx.out.write(`${ctx.json ? JSON.stringify(result, null, 2) : human()}\n`);
-}
-
-function table(rows: string[][], header: string[], alignRight: number[] = []): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (alignRight.includes(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
-
-const id = (value: string | undefined, what: string): string => {
-  if (!value) throw new UsageError(`Missing ${what}.`);
-  return encodeURIComponent(value);
-};
 
 // --- sources sync -------------------------------------------------------------------------------
 
-async function sourcesSync(ctx: Context, sourceId: string | undefined, wait: boolean): Promise<number> {
-  const sid = id(sourceId, '<source_id>');
-  const ack = await api(ctx, 'POST', `/api/v1/sources/${sid}/sync`);
-  if (!wait) {
-    print(ctx, ack, () => `Sync of source ${ack.source_id} requested: ${ack.status}.`);
+async function sourcesSync(inv: Invocation): Promise<number> {
+  const [sourceId = ''] = inv.args;
+  const sid = encodeURIComponent(sourceId);
+  const connection = inv.connection();
+  // Flags are checked before anything is requested.
+  seconds(inv.values.interval, 2000, '--interval');
+  seconds(inv.values.timeout, 1_800_000, '--timeout');
+  const ack = await call(connection, 'POST', `/api/v1/sources/${sid}/sync`);
+  if (!inv.values.wait) {
+    inv.print(ack, () => `Sync of source ${ack.source_id} requested: ${ack.status}.`);
     return 0;
   }
   let last = String(ack.status);
-  ctx.err.write(`source ${sourceId}: ${last}\n`);
+  inv.io.err.write(`source ${sourceId}: ${last}\n`);
   const source = await poll(
-    ctx,
+    inv,
     async () => {
-      const record = await api(ctx, 'GET', `/api/v1/sources/${sid}`);
+      const record = await call(connection, 'GET', `/api/v1/sources/${sid}`);
       if (record.sync_status !== last) {
         last = String(record.sync_status);
-        ctx.err.write(`source ${sourceId}: ${last}\n`);
+        inv.io.err.write(`source ${sourceId}: ${last}\n`);
       }
       return record;
     },
@@ -132,7 +82,7 @@ async function sourcesSync(ctx: Context, sourceId: string | undefined, wait: boo
     `the sync of source ${sourceId}`,
   );
   const failed = source.sync_status === 'failed';
-  print(ctx, source, () =>
+  inv.print(source, () =>
     failed
       ? `Sync of source ${source.id} (${source.name}) failed: ${source.sync_error ?? 'no reason given'}.`
       : `Source ${source.id} (${source.name}) synced: ${source.document_count} documents.`,
@@ -141,50 +91,6 @@ async function sourcesSync(ctx: Context, sourceId: string | undefined, wait: boo
 }
 
 // --- apps commit --------------------------------------------------------------------------------
-
-interface LocalFile {
-  path: string;
-  content: string;
-}
-
-/** The folder's text files, recursively, in a stable order; dotfiles, node_modules and links skipped. */
-export async function readFolder(root: string, warn: (message: string) => void): Promise<LocalFile[]> {
-  const files: LocalFile[] = [];
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  async function walk(dir: string, prefix: string): Promise<void> {
-    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-    );
-    for (const entry of entries) {
-      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
-      const full = path.join(dir, entry.name);
-      const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (entry.isSymbolicLink()) {
-        warn(`skipped ${relative}: a symbolic link`);
-      } else if (entry.isDirectory()) {
-        await walk(full, relative);
-      } else if (entry.isFile()) {
-        const bytes = await readFile(full);
-        let content: string;
-        try {
-          if (bytes.includes(0)) throw new Error('binary');
-          content = decoder.decode(bytes);
-        } catch {
-          warn(`skipped ${relative}: not UTF-8 text`);
-          continue;
-        }
-        if (relative.length > MAX_PATH_LENGTH) {
-          throw new CommandError(`${relative}: paths are at most ${MAX_PATH_LENGTH} characters.`);
-        }
-        files.push({ path: relative, content });
-      }
-    }
-  }
-  const stat = await lstat(root).catch(() => undefined);
-  if (!stat?.isDirectory()) throw new UsageError(`${root} is not a folder.`);
-  await walk(root, '');
-  return files;
-}
 
 /** Batches of at most FILES_PER_COMMIT files and about BYTES_PER_COMMIT bytes of JSON. */
 export function batches(files: LocalFile[]): LocalFile[][] {
@@ -205,36 +111,51 @@ export function batches(files: LocalFile[]): LocalFile[][] {
   return out;
 }
 
-async function appsCommit(
-  ctx: Context,
-  app: string | undefined,
-  folder: string | undefined,
-  message: string | undefined,
-): Promise<number> {
-  const name = id(app, '<app>');
-  if (!folder) throw new UsageError('Missing <folder>.');
-  if (!message) throw new UsageError('Missing -m <message>.');
-  const files = await readFolder(path.resolve(folder), (warning) => ctx.err.write(`${warning}\n`));
-  if (files.length === 0) throw new CommandError(`${folder} holds no files to commit.`);
-  const parts = batches(files);
+async function appsCommit(inv: Invocation): Promise<number> {
+  const [app = '', folder = ''] = inv.args;
+  const message = inv.values.message as string | undefined;
+  if (!message) throw new UsageError('Missing -m <message>.', 'missing_argument', '--message');
+  const connection = inv.connection();
+  const files = await readFolder(path.resolve(folder), {
+    onSkip: (relative, reason) => inv.io.err.write(`skipped ${relative}: ${reason}\n`),
+  });
+  const tooLong = files.find((f) => f.path.length > MAX_PATH_LENGTH);
+  if (tooLong) throw new CommandError(`${tooLong.path}: paths are at most ${MAX_PATH_LENGTH} characters.`);
+  if (files.length === 0) throw new CommandError(`${folder} holds no files to commit.`, 'nothing_to_commit');
+  const name = encodeURIComponent(app);
+  // The app's current files: only what differs is sent, and an unchanged folder makes no commit.
+  const current = new Map(
+    (await listAll(connection, `/api/v1/apps/${name}/files`)).map((f) => [String(f.path), String(f.content)]),
+  );
+  const changed = files.filter((f) => current.get(f.path) !== f.content);
+  if (changed.length === 0) {
+    inv.print({ object: 'list', data: [] }, () => `Nothing to commit: ${folder} matches the files of ${app}.`);
+    return 0;
+  }
+  const parts = batches(changed);
   const commits: Json[] = [];
   for (const [i, part] of parts.entries()) {
     const partMessage = parts.length > 1 ? `${message} (${i + 1}/${parts.length})` : message;
-    const commit = await api(ctx, 'POST', `/api/v1/apps/${name}/commits`, { message: partMessage, files: part });
+    const commit = await call(connection, 'POST', `/api/v1/apps/${name}/commits`, {
+      message: partMessage,
+      files: part,
+    });
     commits.push(commit);
-    if (!ctx.json) {
+    if (!inv.json) {
       const changes = (commit.files as { change: string }[]) ?? [];
       const count = (kind: string) => changes.filter((c) => c.change === kind).length;
-      ctx.out.write(
+      inv.io.out.write(
         `commit ${commit.id}: ${part.length} files sent, ${count('added')} added, ${count('modified')} modified` +
           ` (${i + 1}/${parts.length})\n`,
       );
     }
   }
-  print(
-    ctx,
+  const unchanged = files.length - changed.length;
+  inv.print(
     { object: 'list', data: commits },
-    () => `Committed ${files.length} files to ${app} in ${commits.length} commit(s).`,
+    () =>
+      `Committed ${changed.length} files to ${app} in ${commits.length} commit(s)` +
+      `${unchanged > 0 ? ` (${unchanged} unchanged)` : ''}.`,
   );
   return 0;
 }
@@ -242,7 +163,7 @@ async function appsCommit(
 // --- simulations run ----------------------------------------------------------------------------
 
 /** Progress of a run: a redrawn bar on a terminal, a line per change otherwise. */
-function progressReporter(err: Context['err']) {
+function progressReporter(err: NodeJS.WritableStream) {
   const tty = 'isTTY' in err && err.isTTY === true;
   let lastLine = '';
   return {
@@ -266,27 +187,53 @@ function progressReporter(err: Context['err']) {
   };
 }
 
-async function simulationsRun(
-  ctx: Context,
-  datasetId: string | undefined,
-  options: { agent: string | undefined; wait: boolean; minSuccessRate: number | undefined },
-): Promise<number> {
-  const dataset = id(datasetId, '<dataset_id>');
-  const started = await api(ctx, 'POST', `/api/v1/simulation/datasets/${dataset}/runs`, {
-    ...(options.agent ? { agent_id: options.agent } : {}),
+function minSuccessRate(inv: Invocation): number | undefined {
+  const raw = inv.values['min-success-rate'] as string | undefined;
+  if (raw === undefined) return undefined;
+  const rate = Number(raw);
+  if (!(rate >= 0 && rate <= 1)) {
+    throw new UsageError(
+      `--min-success-rate takes a number from 0 to 1, got '${raw}'.`,
+      'invalid_value',
+      '--min-success-rate',
+    );
+  }
+  if (!inv.values.wait) {
+    throw new UsageError(
+      '--min-success-rate needs --wait: the rate is known when the run ends.',
+      'invalid_usage',
+      '--min-success-rate',
+    );
+  }
+  return rate;
+}
+
+async function simulationsRun(inv: Invocation): Promise<number> {
+  const [datasetId = ''] = inv.args;
+  const minimum = minSuccessRate(inv);
+  seconds(inv.values.interval, 2000, '--interval');
+  seconds(inv.values.timeout, 1_800_000, '--timeout');
+  const connection = inv.connection();
+  const agent = inv.values.agent as string | undefined;
+  const started = await call(connection, 'POST', `/api/v1/simulation/datasets/${encodeURIComponent(datasetId)}/runs`, {
+    ...(agent ? { agent_id: agent } : {}),
   });
-  if (!options.wait) {
-    print(ctx, started, () => `Simulation run ${started.id} ${started.status} (${started.total_tests} cases).`);
+  if (!inv.values.wait) {
+    inv.print(started, () => `Simulation run ${started.id} ${started.status} (${started.total_tests} cases).`);
     return 0;
   }
-  const progress = progressReporter(ctx.err);
+  const progress = progressReporter(inv.io.err);
   progress.update(started);
   let run: Json;
   try {
     run = await poll(
-      ctx,
+      inv,
       async () => {
-        const record = await api(ctx, 'GET', `/api/v1/simulation/runs/${encodeURIComponent(String(started.id))}`);
+        const record = await call(
+          connection,
+          'GET',
+          `/api/v1/simulation/runs/${encodeURIComponent(String(started.id))}`,
+        );
         progress.update(record);
         return record;
       },
@@ -297,14 +244,13 @@ async function simulationsRun(
     progress.end();
   }
   const rate = typeof run.success_rate === 'number' ? run.success_rate : null;
-  const below = options.minSuccessRate !== undefined && (rate === null || rate < options.minSuccessRate);
+  const below = minimum !== undefined && (rate === null || rate < minimum);
   const failed = run.status === 'failed';
-  print(ctx, run, () => {
+  inv.print(run, () => {
     const pct = rate === null ? 'n/a' : `${(rate * 100).toFixed(1)}%`;
     const summary = `Simulation run ${run.id} ${run.status}: ${run.passed_tests} passed, ${run.failed_tests} failed of ${run.total_tests}; success rate ${pct}.`;
     if (failed) return `${summary}\nThe run failed: ${run.error_message ?? 'no reason given'}.`;
-    if (below)
-      return `${summary}\nBelow the minimum success rate of ${((options.minSuccessRate ?? 0) * 100).toFixed(1)}%.`;
+    if (below) return `${summary}\nBelow the minimum success rate of ${((minimum ?? 0) * 100).toFixed(1)}%.`;
     return summary;
   });
   return failed || below ? 1 : 0;
@@ -312,101 +258,71 @@ async function simulationsRun(
 
 // --- coverage -----------------------------------------------------------------------------------
 
-async function coverage(ctx: Context): Promise<number> {
-  const result = await api(ctx, 'GET', '/api/v1/coverage');
+async function coverage(inv: Invocation): Promise<number> {
+  const result = await call(inv.connection(), 'GET', '/api/v1/coverage');
   const pct = (value: unknown) => (typeof value === 'number' ? `${value.toFixed(1)}%` : 'n/a');
-  print(ctx, result, () => {
+  inv.print(result, () => {
     if (result.has_evaluation === false) return 'No coverage evaluation has completed yet.';
     const domains =
       (result.domains as { domain: string; covered: number; total: number; percentage: number | null }[]) ?? [];
     const rows = domains.map((d) => [d.domain, pct(d.percentage), String(d.covered), String(d.total)]);
     const overall = result.overall as { covered: number; total: number; percentage: number | null } | null;
     if (overall) rows.push(['(overall)', pct(overall.percentage), String(overall.covered), String(overall.total)]);
-    return table(rows, ['domain', 'coverage', 'covered', 'questions'], [1, 2, 3]);
+    return grid(rows, ['domain', 'coverage', 'covered', 'questions'], [1, 2, 3]);
   });
   return 0;
 }
 
-// --- dispatch -----------------------------------------------------------------------------------
-
-function seconds(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} takes a number of seconds, got '${value}'.`);
-  return Math.round(n * 1000);
-}
-
-/** Runs a public-API command; answers the exit code. Never throws. */
-export async function runPublicCommand(
-  argv: string[],
-  io: { out?: NodeJS.WritableStream; err?: NodeJS.WriteStream | NodeJS.WritableStream; env?: NodeJS.ProcessEnv } = {},
-): Promise<number> {
-  const out = io.out ?? process.stdout;
-  const err = io.err ?? process.stderr;
-  const env = io.env ?? process.env;
-  try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        json: { type: 'boolean', default: false },
-        url: { type: 'string' },
-        'api-key': { type: 'string' },
-        wait: { type: 'boolean', default: false },
-        message: { type: 'string', short: 'm' },
-        agent: { type: 'string' },
-        'min-success-rate': { type: 'string' },
-        interval: { type: 'string' },
-        timeout: { type: 'string' },
-      },
-    });
-    const [command, sub, ...rest] = positionals;
-    const apiKey = values['api-key'] ?? env.WORKSPACE_API_KEY;
-    if (!apiKey) throw new UsageError('No API key: pass --api-key or set WORKSPACE_API_KEY.');
-    const port = env.PORT && /^\d+$/.test(env.PORT) ? env.PORT : '8080';
-    const ctx: Context = {
-      url: (values.url ?? env.WORKSPACE_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
-      apiKey,
-      json: values.json ?? false,
-      intervalMs: seconds(values.interval, 2000, '--interval'),
-      timeoutMs: seconds(values.timeout, 1_800_000, '--timeout'),
-      out,
-      err,
-    };
-    if (command === 'sources' && sub === 'sync') return await sourcesSync(ctx, rest[0], values.wait ?? false);
-    if (command === 'apps' && sub === 'commit') return await appsCommit(ctx, rest[0], rest[1], values.message);
-    if (command === 'simulations' && sub === 'run') {
-      const raw = values['min-success-rate'];
-      const minSuccessRate = raw === undefined ? undefined : Number(raw);
-      if (minSuccessRate !== undefined && !(minSuccessRate >= 0 && minSuccessRate <= 1)) {
-        throw new UsageError(`--min-success-rate takes a number from 0 to 1, got '${raw}'.`);
-      }
-      if (minSuccessRate !== undefined && !values.wait) {
-        throw new UsageError('--min-success-rate needs --wait: the rate is known when the run ends.');
-      }
-      return await simulationsRun(ctx, rest[0], { agent: values.agent, wait: values.wait ?? false, minSuccessRate });
-    }
-    if (command === 'coverage' && sub === undefined) return await coverage(ctx);
-    throw new UsageError(`Unknown command: ${positionals.join(' ')}`);
-  } catch (error) {
-    if (error instanceof WorkspaceApiError) {
-      err.write(
-        `workspace: ${error.status} ${error.code}: ${error.body.message}${error.param ? ` (${error.param})` : ''}\n`,
-      );
-      return 1;
-    }
-    if (
-      error instanceof UsageError ||
-      (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
-    ) {
-      err.write(`workspace: ${error.message}\n\nUsage:\n${PUBLIC_USAGE}\n`);
-      return 2;
-    }
-    if (error instanceof CommandError) {
-      err.write(`workspace: ${error.message}\n`);
-      return 1;
-    }
-    err.write(`workspace: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    return 1;
-  }
-}
+export const PUBLIC_COMMANDS: CommandSpec[] = [
+  {
+    name: 'sources sync',
+    args: ['<source_id>'],
+    summary: 'Sync a knowledge source; --wait follows it to the end',
+    details: 'With --wait it prints each status change on standard error and exits 1 when the sync fails.',
+    auth: 'api-key',
+    flags: [{ name: 'wait', help: 'wait until the sync is synced or failed' }, ...WAIT_FLAGS],
+    examples: ['workspace sources sync 0190c6a1-… --wait'],
+    run: sourcesSync,
+  },
+  {
+    name: 'apps commit',
+    args: ['<app>', '<folder>'],
+    summary: "Commit a folder's files to an app",
+    details:
+      'Reads the folder recursively (dotfiles, dot-folders and node_modules left out; symbolic links and\n' +
+      'files that are not UTF-8 text skipped, each named on standard error) and sends the files that\n' +
+      'differ from the app\'s current ones, in commits of at most 200 files ("MESSAGE (1/3)", …).\n' +
+      'A folder that matches the app makes no commit: it says "Nothing to commit" and exits 0.',
+    auth: 'api-key',
+    flags: [{ name: 'message', short: 'm', value: 'MESSAGE', help: "(required) the commit's message" }],
+    examples: ['workspace apps commit help-center ./site -m "Release 42"'],
+    run: appsCommit,
+  },
+  {
+    name: 'simulations run',
+    args: ['<dataset_id>'],
+    summary: 'Run a simulation; --wait shows progress and gates on the success rate',
+    details:
+      'With --wait, progress (cases done of total, pass rate so far) goes to standard error: a redrawn\n' +
+      'bar on a terminal, one line per change otherwise. Exits 1 when the run fails or its success rate\n' +
+      'is below --min-success-rate.',
+    auth: 'api-key',
+    flags: [
+      { name: 'agent', value: 'ID', help: "the agent to test (default: the dataset's)" },
+      { name: 'wait', help: 'wait until the run completes or fails' },
+      { name: 'min-success-rate', value: 'RATE', help: 'with --wait: exit 1 below this rate, from 0 to 1' },
+      ...WAIT_FLAGS,
+    ],
+    examples: ['workspace simulations run 0190c6b2-… --wait --min-success-rate 0.8'],
+    run: simulationsRun,
+  },
+  {
+    name: 'coverage',
+    args: [],
+    summary: 'Print the latest knowledge coverage per domain',
+    auth: 'api-key',
+    flags: [],
+    examples: ['workspace coverage', 'workspace coverage --json'],
+    run: coverage,
+  },
+];
