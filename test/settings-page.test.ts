@@ -355,7 +355,7 @@ describe.skipIf(browserMissing)('the settings page in a browser', () => {
     await context.close();
   });
 
-  it('the keys fit the screen at 390, 1280 and 1920 px: no sideways scroll, every cell, badge and button inside the keys card, Revoke in view, a key holding every scope shown as one "all scopes" badge', async () => {
+  it('the keys fit the screen at 390, 1280 and 1920 px: no sideways scroll, every cell, badge and button inside the keys card, Revoke in view, a key holding every scope shown as one "all scopes" badge, the keys still read as a table', async () => {
     const owner = await tenantWithOwner();
     const create = async (name: string, scopes: readonly string[], expiresAt: string | null = null) => {
       const created = await t.call({
@@ -424,6 +424,12 @@ describe.skipIf(browserMissing)('the settings page in a browser', () => {
       expect(fit.overflows, `${width} px`).toEqual([]);
       expect(fit.pageWidth, `${width} px`).toBeLessThanOrEqual(fit.window);
 
+      // Laid out as a table or as a block per key, the keys keep their table semantics: each row is
+      // headed by the key's name, each date names its column, each button names its key.
+      expect(await page.getByRole('rowheader').count()).toBe(6);
+      expect(await page.getByRole('cell', { name: /^Last used/ }).count()).toBe(width < 960 ? 6 : 0);
+      expect(await page.getByRole('columnheader', { name: 'Last used' }).count()).toBe(width < 960 ? 0 : 1);
+      expect(await page.getByRole('button', { name: `Revoke ${everyScope}`, exact: true }).isVisible()).toBe(true);
       // Every key that can be revoked shows its Revoke button, whole, inside the window.
       const revokes = page.locator('#keys button[data-action=revoke]');
       expect(await revokes.count()).toBe(5);
