@@ -4,8 +4,8 @@
 import type { ErrorCode } from '../domain/errors.js';
 
 const RETRY_WRITE =
-  'Retry the request: with the same `Idempotency-Key` a retry is safe, as the first answer is replayed if it was ' +
-  'stored. If it keeps failing, give the operator the `X-Request-Id` of the answer.';
+  'Retry the same request: a 500 is not kept under its `Idempotency-Key`, so the retry runs again. If it keeps ' +
+  'failing, give the operator the `event_id` of the answer: it names the entry in the server log.';
 
 export const ERROR_FIXES: Record<ErrorCode, string> = {
   not_authenticated:
