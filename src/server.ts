@@ -22,7 +22,7 @@ import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
 import { createOwnerService } from './domain/owners.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
-import { type AuthContext, type Authenticator, createAuthenticator } from './http/auth.js';
+import { type AuthContext, type Authenticator, createAuthenticator, presentedKey } from './http/auth.js';
 import { registerBodyDeadline } from './http/body-deadline.js';
 import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
@@ -211,7 +211,6 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   const ajv = validatorCompilers();
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema),
   );
 
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
@@ -346,7 +345,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // routes of operations and on those marked `authenticated` (MCP); the others carry no hook.
   app.decorateRequest('auth', null);
   app.addHook('onRoute', (route) => {
-    const { operation, authenticated } = route.config ?? {};
+    const { operation, authenticated, bearerKey = false } = route.config ?? {};
     if (!operation && !authenticated) return;
     const admit = (request: FastifyRequest, auth: AuthContext) => {
       if (operation) authenticator.authorize(auth, operation.scope);
@@ -356,7 +355,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     const authenticate: preParsingHookHandler = (request, _reply, payload, done) => {
       let auth: AuthContext | Promise<AuthContext>;
       try {
-        auth = authenticator.authenticate(request.headers['x-api-key'], request.headers.host);
+        auth = authenticator.authenticate(presentedKey(request.headers, bearerKey), request.headers.host);
       } catch (error) {
         return done(error as Error);
       }

@@ -377,9 +377,10 @@ describe('MCP transport rules', () => {
 
   it('keeps the Streamable HTTP transport rules: Accept, batch bound, one initialize, answers in request order', async () => {
     const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
-    const jsonOnly = await rpc(ping(1), { accept: 'application/json' });
-    expect(jsonOnly.status).toBe(406);
-    expect((await json(jsonOnly)).error.code).toBe(-32000);
+    // JSON alone is enough (test/mcp-clients.test.ts); neither JSON nor a stream is not.
+    const htmlOnly = await rpc(ping(1), { accept: 'text/html' });
+    expect(htmlOnly.status).toBe(406);
+    expect((await json(htmlOnly)).error.code).toBe(-32000);
     const old = { 'mcp-protocol-version': '2025-03-26' };
     const big = await rpc(
       Array.from({ length: 101 }, (_, i) => ping(i)),

@@ -1047,7 +1047,7 @@ export interface paths {
         put?: never;
         /**
          * MCP JSON-RPC (Streamable HTTP)
-         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.
+         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON (Server-Sent Events for a client whose Accept prefers them). The key goes in X-API-Key or as `Authorization: Bearer <key>`; tools run under its scopes.
          */
         post: operations["mcpPost"];
         delete?: never;
@@ -6635,7 +6635,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request's JSON-RPC answer, or the array of a batch's answers. */
+            /** @description The request's JSON-RPC answer, or the array of a batch's answers; for a client whose Accept ranks `text/event-stream` above JSON, the same as Server-Sent Events, one `message` event per answer. */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -6702,7 +6702,7 @@ export interface operations {
             };
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
-            /** @description Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000. */
+            /** @description Accept takes neither application/json nor text/event-stream: a JSON-RPC error, -32000. */
             406: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -6729,6 +6729,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
+                    "text/event-stream": string;
                 "Idempotency-Key"?: string;
             };
             path?: never;

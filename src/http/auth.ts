@@ -2,8 +2,9 @@
 // Keys are looked up by the SHA-256 of the presented secret. Lookups are cached for under a
 // second, so a revoked or locked key is refused within one second on every instance while a
 // busy key costs no database round trip per request; `last_used_at` is written in batches.
+import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
-import { DomainError } from '../domain/errors.js';
+import { DomainError, type ErrorCode } from '../domain/errors.js';
 import { allows, type Scope } from '../domain/scopes.js';
 import { keyStatus, type TenantService } from '../domain/tenants.js';
 import { sha256Hex } from '../lib/ids.js';
@@ -68,6 +69,59 @@ export function isOwnHost(hostHeader: string, baseDomain: string, publicUrl: str
   if (host === undefined) return false;
   if (isIP(host) || host === 'localhost' || host === baseDomain || host.endsWith(`.${baseDomain}`)) return true;
   return publicUrl !== undefined && host === hostName(new URL(publicUrl).host);
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The key may come as `Authorization: Bearer <key>` too (the MCP endpoint: many MCP clients send only that). */
+    bearerKey?: boolean;
+  }
+}
+
+/** `Bearer <token>` (RFC 6750 §2.1; the scheme's name ignores case). */
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/**
+ * The API key a request presents: its X-API-Key header, or where `bearer` allows it (the MCP
+ * endpoint), `Authorization: Bearer <key>` as well. Both at once must carry the same key: two
+ * different keys are refused (401 `not_authenticated` naming both headers), never one picked.
+ * An Authorization of another scheme carries no key. Judged by `authenticate`, as any key.
+ */
+export function presentedKey(headers: IncomingHttpHeaders, bearer: boolean): string | string[] | undefined {
+  const apiKey = headers['x-api-key'];
+  if (!bearer) return apiKey;
+  const authorization = headers.authorization;
+  const token = typeof authorization === 'string' ? BEARER.exec(authorization)?.[1] : undefined;
+  const sent = typeof apiKey === 'string' && apiKey.trim() !== '' ? apiKey.trim() : undefined;
+  if (token === undefined && sent === undefined) {
+    throw new DomainError(
+      'not_authenticated',
+      'No API key: send one in the X-API-Key header, or as `Authorization: Bearer <key>`.',
+    );
+  }
+  if (token === undefined || sent === undefined || token === sent) return token ?? sent;
+  throw new DomainError(
+    'not_authenticated',
+    'Two different API keys were sent, one in X-API-Key and one in Authorization: Bearer: send one key, in either header.',
+  );
+}
+
+/** The realm of the API's keys, in `WWW-Authenticate` challenges. */
+const REALM = 'workspace-api';
+
+/**
+ * The `WWW-Authenticate` challenge of a 401 (RFC 9110 §11.6.1): how the route takes credentials.
+ * The MCP endpoint (`bearerKey`) takes a bearer token (RFC 6750: `error="invalid_token"` for a key
+ * refused, none for a key missing) and the X-API-Key header; the control plane (`/admin/`) its
+ * operator's bearer token; the other routes the X-API-Key header, an `ApiKey` challenge that names
+ * it (no registered scheme exists for a key in a header of its own).
+ */
+export function authChallenge(route: { bearerKey?: boolean } | undefined, url: string, code: ErrorCode): string {
+  const invalid = code === 'invalid_api_key' ? ', error="invalid_token"' : '';
+  const apiKey = `ApiKey realm="${REALM}", header="X-API-Key"`;
+  if (route?.bearerKey) return `Bearer realm="${REALM}"${invalid}, ${apiKey}`;
+  if (url.startsWith('/admin/')) return `Bearer realm="workspace-admin"${invalid}`;
+  return apiKey;
 }
 
 export function createAuthenticator({

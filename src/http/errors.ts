@@ -18,6 +18,7 @@ import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js'
 import { newId } from '../lib/ids.js';
 import { recordRefusal } from '../observability/metrics.js';
 import type { Operation } from '../operations/registry.js';
+import { authChallenge } from './auth.js';
 
 export type ErrorType =
   | 'authentication_error'
@@ -388,6 +389,8 @@ function sender(publicUrl: string | undefined) {
     const { status, body } = errorBody(publicOrigin(request, publicUrl), code, message, param, eventId);
     recordRefusal(code);
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', UNAVAILABLE_RETRY_AFTER_S);
+    if (status === 401)
+      reply.header('www-authenticate', authChallenge(request.routeOptions?.config, request.url, code));
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   };
 }

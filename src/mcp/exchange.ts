@@ -25,6 +25,38 @@ export interface ExchangeAnswer {
   status: number;
   /** The JSON answer; undefined for 202 (notifications and responses only). */
   body?: unknown;
+  /** A 200's answer goes as Server-Sent Events (`eventStreamOf`), for a client that prefers them. */
+  eventStream?: boolean;
+}
+
+/**
+ * How a POST's answer may be sent, from its Accept header (media ranges, their `q`, case
+ * ignored): `json` unless the client ranks an event stream (`text/event-stream`, `text/*`) above
+ * JSON (`application/json`, `application/*`; `*\/*` counts for both), `event-stream` then, or
+ * undefined when it takes neither (406). No Accept takes anything: JSON. The SDK's clients send
+ * both at the same rank, and get JSON; a plain JSON-RPC client sending `application/json`,
+ * `*\/*` or nothing gets JSON too (the SDK's own transport would refuse it with 406).
+ */
+export function answerFormat(accept: string | undefined): 'json' | 'event-stream' | undefined {
+  if (accept === undefined || accept.trim() === '') return 'json';
+  let json = 0;
+  let stream = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => /^q\s*=/.test(param));
+    const quality = q === undefined ? 1 : Number(q.slice(q.indexOf('=') + 1).trim());
+    if (!(quality >= 0 && quality <= 1)) continue; // not a quality: the range is ignored
+    if (type === 'application/json' || type === 'application/*' || type === '*/*') json = Math.max(json, quality);
+    if (type === 'text/event-stream' || type === 'text/*' || type === '*/*') stream = Math.max(stream, quality);
+  }
+  if (json === 0 && stream === 0) return undefined;
+  return stream > json ? 'event-stream' : 'json';
+}
+
+/** A 200's answer as Server-Sent Events, as the SDK's transport streams it: one `message` event per answer. */
+export function eventStreamOf(body: unknown): string {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.map((message) => `event: message\ndata: ${JSON.stringify(message)}\n\n`).join('');
 }
 
 /** A JSON-RPC error that answers no request in particular (`id: null`). */
@@ -208,7 +240,8 @@ export class ExchangePool<Context> {
  * server's handlers are given of it (through a transport of `pool`); `runTool`, if given, answers a
  * plain tool call (`plainToolCall`) without a server, and must be what the servers' own tools/call
  * handler runs. As the SDK's transport in
- * stateless JSON mode: 406 unless Accept lists both JSON and SSE; 400 for a batch over 100, a
+ * stateless JSON mode, but for Accept (`answerFormat`: 406 only when it takes neither JSON nor an
+ * event stream, and the answer as events when it prefers them); 400 for a batch over 100, a
  * message that is not JSON-RPC, an initialize in a batch, or an unsupported MCP-Protocol-Version;
  * 202 with no body when nothing needs an answer (notifications, answers, requests the batch itself
  * cancels); else 200 with the answer, or the array of the batch's answers.
@@ -220,10 +253,22 @@ export async function answerExchange<Context>(
   context: Context,
   runTool?: ToolRunner<Context>,
 ): Promise<ExchangeAnswer> {
-  const accept = headers.accept ?? '';
-  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-    return refusal(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+  const format = answerFormat(headers.accept);
+  if (format === undefined) {
+    return refusal(406, -32000, 'Not Acceptable: Client must accept application/json or text/event-stream');
   }
+  const answer = await answerMessages(body, headers, pool, context, runTool);
+  return format === 'event-stream' && answer.status === 200 ? { ...answer, eventStream: true } : answer;
+}
+
+/** The exchange's messages answered (`answerExchange`, its Accept aside). */
+async function answerMessages<Context>(
+  body: unknown,
+  headers: { 'mcp-protocol-version'?: string | string[] | undefined },
+  pool: ExchangePool<Context>,
+  context: Context,
+  runTool?: ToolRunner<Context>,
+): Promise<ExchangeAnswer> {
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return refusal(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
   }

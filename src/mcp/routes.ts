@@ -1,8 +1,9 @@
 // The MCP endpoint (spec: Endpoints rules 10–11, Limits). POST /api/v1/mcp carries JSON-RPC over
 // MCP's Streamable HTTP transport (src/mcp/exchange.ts), stateless — SDK servers that keep no
-// state between requests, JSON answers — so any instance behind a load balancer can serve any
-// request. GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no
-// server-initiated messages yet.
+// state between requests, JSON answers (events for a client that prefers them) — so any instance
+// behind a load balancer can serve any request. The key comes in X-API-Key or as a bearer token.
+// GET /api/v1/mcp is an SSE stream with heartbeats and, as the spec says, no server-initiated
+// messages yet.
 import type { ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -21,7 +22,7 @@ import { isQueryCanceled } from '../db/errors.js';
 import type { DatabaseOutages } from '../db/outage.js';
 import { DomainError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS } from '../http/auth.js';
+import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS, presentedKey } from '../http/auth.js';
 import { operationBodyLimits, shapeRefusal, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
 import { errorBody, fromDatabase, paramOf, publicOrigin, summarize, unexpectedFailure } from '../http/errors.js';
@@ -30,7 +31,14 @@ import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import { countedSlots, observeToolCall } from '../observability/mcp.js';
 import type { Operation } from '../operations/registry.js';
-import { answerExchange, ExchangePool, type ExchangeTransport, jsonRpcError, type ToolCall } from './exchange.js';
+import {
+  answerExchange,
+  ExchangePool,
+  type ExchangeTransport,
+  eventStreamOf,
+  jsonRpcError,
+  type ToolCall,
+} from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
 import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
 
@@ -107,9 +115,15 @@ const JsonRpcAnswer = Type.Object(
 const ErrorRef = Type.Ref('Error');
 const JsonRpcErrorRef = Type.Ref('JsonRpcError');
 const POST_RESPONSES = {
-  200: Type.Union([JsonRpcAnswer, Type.Array(JsonRpcAnswer)], {
-    description: "The request's JSON-RPC answer, or the array of a batch's answers.",
-  }),
+  200: {
+    description:
+      "The request's JSON-RPC answer, or the array of a batch's answers; for a client whose Accept ranks " +
+      '`text/event-stream` above JSON, the same as Server-Sent Events, one `message` event per answer.',
+    content: {
+      'application/json': { schema: Type.Union([JsonRpcAnswer, Type.Array(JsonRpcAnswer)]) },
+      'text/event-stream': { schema: { type: 'string' } },
+    },
+  },
   202: Type.Null({ description: 'Only notifications or responses were sent: accepted, no body.' }),
   400: Type.Union([JsonRpcErrorRef, ErrorRef], {
     description:
@@ -121,7 +135,7 @@ const POST_RESPONSES = {
   401: ErrorRef,
   403: ErrorRef,
   406: Type.Ref('JsonRpcError', {
-    description: 'Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000.',
+    description: 'Accept takes neither application/json nor text/event-stream: a JSON-RPC error, -32000.',
   }),
   413: ErrorRef,
   429: ErrorRef,
@@ -143,7 +157,7 @@ const GET_RESPONSES = {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Authenticate with X-API-Key without a scope of its own (the MCP endpoint checks per tool). */
+    /** Authenticate the API key without a scope of its own (the MCP endpoint checks per tool). */
     authenticated?: boolean;
   }
 }
@@ -355,14 +369,15 @@ export function registerMcpRoutes(
         // A tool's answer may show a secret once (a webhook signing secret). A call may carry a
         // commit's files: the largest of the tools' limits, each tool's own judged per call.
         bodyLimit: mcpBodyLimits.bytes,
-        config: { authenticated: true, secretAnswer: true, bodyLimits: mcpBodyLimits },
+        config: { authenticated: true, bearerKey: true, secretAnswer: true, bodyLimits: mcpBodyLimits },
         schema: {
           tags: ['MCP'],
           operationId: 'mcpPost',
           summary: 'MCP JSON-RPC (Streamable HTTP)',
           description:
             'MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, ' +
-            'tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.',
+            'tools/call. Stateless; answers are JSON (Server-Sent Events for a client whose Accept prefers them). ' +
+            'The key goes in X-API-Key or as `Authorization: Bearer <key>`; tools run under its scopes.',
           security: [{ ScopedAPIKeyAuth: [] }],
           response: POST_RESPONSES,
         },
@@ -420,6 +435,9 @@ export function registerMcpRoutes(
           );
           reply.code(answer.status);
           if (answer.body === undefined) return reply.send();
+          if (answer.eventStream) {
+            return reply.type('text/event-stream').header('cache-control', 'no-cache').send(eventStreamOf(answer.body));
+          }
           return reply.type('application/json').send(JSON.stringify(answer.body));
         } finally {
           await release();
@@ -430,7 +448,7 @@ export function registerMcpRoutes(
     scope.get(
       PATH,
       {
-        config: { authenticated: true },
+        config: { authenticated: true, bearerKey: true },
         schema: {
           tags: ['MCP'],
           operationId: 'mcpStream',
@@ -466,7 +484,7 @@ export function registerMcpRoutes(
         streamsOf.set(tenantId, open + 1);
         raw.write(': connected\n\n');
         // A string: the request was authenticated with it.
-        const unwatch = watchKey(raw, request.headers['x-api-key'] as string, request.headers.host);
+        const unwatch = watchKey(raw, presentedKey(request.headers, true) as string, request.headers.host);
         const timer = setInterval(() => {
           if (raw.writableEnded || raw.destroyed) return;
           raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
