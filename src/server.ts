@@ -211,6 +211,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   const ajv = validatorCompilers();
   app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema),
   );
 
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
