@@ -1,6 +1,8 @@
 // `workspace documents import <folder>`: files become documents of a manual source, a second run
 // updates or skips and never duplicates, progress and a summary, bounded concurrency, 429s waited
-// out. One server for the file; the command runs in this process (the same code as the binary).
+// out. `workspace chat`: the agent's answers streamed from lines of input. One server for the
+// file; the commands run in this process (the same code as the binary), chat once as the binary.
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import os from 'node:os';
@@ -8,13 +10,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.js';
 import { runInProcess } from './support/cli-run.js';
+import { BIN } from './support/process.js';
 
 let t: TestApp;
 let base = '';
 const folders: string[] = [];
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Job workers run: documents are indexed for search by a job, which the agent's answers need.
+  t = await startTestApp({ JOB_POLL_MS: '50' }, { startJobs: true });
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -211,5 +215,105 @@ describe('documents import', () => {
     } finally {
       proxy.close();
     }
+  });
+});
+
+describe('chat', () => {
+  async function workspaceWithKnowledge() {
+    const { key } = await t.tenant();
+    const document = await t.call({
+      method: 'POST',
+      url: '/api/v1/documents',
+      key,
+      body: { title: 'Refund policy', content: 'Refunds are processed within 14 days of receiving the returned item.' },
+    });
+    return { key, documentId: document.body.id as string };
+  }
+  const chat = (args: string[], key: string, stdin: string) =>
+    runInProcess(['chat', ...args], { env: { WORKSPACE_URL: base, WORKSPACE_API_KEY: key }, stdin });
+
+  it('reads messages line by line from piped input, prints each answer, its sources and the conversation id', async () => {
+    const { key, documentId } = await workspaceWithKnowledge();
+    const result = await chat([], key, 'What is your refund policy?\n\nWhat is the airspeed of a swallow?\n');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('Refunds are processed within 14 days of receiving the returned item.\n');
+    expect(result.stdout).toContain(`Sources:\n  [1] Refund policy — document ${documentId}\n`);
+    expect(result.stdout).toContain("I don't know the answer to that yet.");
+    const conversationId = /^conversation ([0-9a-f-]{36})$/m.exec(result.stderr)?.[1] ?? '';
+    // Both messages went to one conversation: two customer messages, two answers.
+    const messages = await t.call({ url: `/api/v1/conversations/${conversationId}/messages`, key });
+    expect(messages.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('streams the answer as events (--json: one JSON line each, deltas before done), and stops at /exit', async () => {
+    const { key } = await workspaceWithKnowledge();
+    const result = await chat(['--json'], key, 'What is your refund policy?\n/exit\nThis line is never sent.\n');
+    expect(result.code, result.stderr).toBe(0);
+    const events = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event: string; data: Record<string, unknown> });
+    const names = events.map((e) => e.event);
+    expect(names[0]).toBe('message.created');
+    expect(names.at(-1)).toBe('done');
+    expect(names.filter((n) => n === 'message.delta').length).toBeGreaterThan(0);
+    expect(names.indexOf('message.delta')).toBeLessThan(names.indexOf('done'));
+    expect(names).toContain('citation');
+    expect(names.filter((n) => n === 'done')).toHaveLength(1);
+  });
+
+  it('shows the functions the agent called, and goes on with --conversation', async () => {
+    const { key } = await workspaceWithKnowledge();
+    const workflow = await t.call({
+      method: 'POST',
+      url: '/api/v1/workflows',
+      key,
+      body: { name: 'check_order', description: 'Looks an order up.' },
+    });
+    await t.call({ method: 'PUT', url: `/api/v1/workflows/${workflow.body.id}/enabled`, key, body: { enabled: true } });
+    const first = await chat([], key, 'Please check order order=A-7\n');
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(
+      /Function calls:\n {2}check_order\(\{"order":"A-7"\}\) · workflow · (completed|failed)\n/,
+    );
+    const conversationId = /^conversation ([0-9a-f-]{36})$/m.exec(first.stderr)?.[1] ?? '';
+
+    const second = await chat(['--conversation', conversationId], key, 'What is your refund policy?\n');
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toContain(`conversation ${conversationId}`);
+    const messages = await t.call({ url: `/api/v1/conversations/${conversationId}/messages`, key });
+    expect(messages.body.data).toHaveLength(4);
+  });
+
+  it('the binary reads piped standard input to its end and exits', { timeout: 180_000 }, async () => {
+    const { key, documentId } = await workspaceWithKnowledge();
+    const child = spawn(process.execPath, [BIN, 'chat'], {
+      env: { ...process.env, WORKSPACE_URL: base, WORKSPACE_API_KEY: key },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    child.stdin.end('What is your refund policy?\n');
+    expect(await code, stderr).toBe(0);
+    expect(stdout).toBe(
+      `Refunds are processed within 14 days of receiving the returned item.\nSources:\n  [1] Refund policy — document ${documentId}\n`,
+    );
+    expect(stderr).toMatch(/^conversation [0-9a-f-]{36}\n$/);
+  });
+
+  it('a refused message ends the chat with the API error (exit 1); no API key is a usage error (exit 2)', async () => {
+    const { key } = await workspaceWithKnowledge();
+    const refused = await chat(['--agent', '00000000-0000-4000-8000-000000000000'], key, 'Hello\n');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('422 invalid_parameters');
+    const noKey = await chat([], '', 'Hello\n');
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('No API key');
   });
 });

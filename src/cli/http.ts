@@ -38,8 +38,12 @@ export async function send(connection: Connection, request: Request): Promise<Re
   const fetchWithRetries = retryingFetch((r) => fetch(r), {
     maxRetries: 3,
     onRetry: (info) => {
-      const reason = (info as { reason?: string }).reason ?? 'rate_limited';
-      const why = reason === 'rate_limited' ? 'rate limited' : reason === 'unavailable' ? 'server unavailable' : 'no answer';
+      const why =
+        info.reason === 'rate_limited'
+          ? 'rate limited'
+          : info.reason === 'unavailable'
+            ? 'server unavailable'
+            : 'no answer';
       connection.err.write(`${why}: retrying in ${Math.ceil(info.delayMs / 1000)} s\n`);
     },
   });

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ADMIN_COMMANDS } from './admin-commands.js';
+import { CHAT_COMMAND } from './chat.js';
 import { type CommandSpec, commandHelp, globalHelp, type Invocation, type Io, parseOptions } from './commands.js';
 import { DOCUMENTS_IMPORT_COMMAND } from './documents-import.js';
 import { reportError, UsageError } from './errors.js';
@@ -35,6 +36,7 @@ export const ALL_COMMANDS: CommandSpec[] = [
   ...ADMIN_COMMANDS,
   ...PUBLIC_COMMANDS,
   DOCUMENTS_IMPORT_COMMAND,
+  CHAT_COMMAND,
 ];
 
 export function version(): string {
