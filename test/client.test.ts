@@ -1,4 +1,4 @@
-// The typed client (client/, issue 11) against a live listener: typed calls, the spec's error body
+// The typed client (client/) against a live listener: typed calls, the spec's error body
 // as a WorkspaceApiError, 429 retried after Retry-After, and cursor pagination over several pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkspaceClient, type ResponseOf, retryAfterMs, WorkspaceApiError } from '../client/src/index.js';
