@@ -1,6 +1,7 @@
 // Configuration: environment variables only, parsed and validated once at start (DESIGN.md §1).
 // A bad value stops the start with a one-line reason naming the variable.
 import { isIP } from 'node:net';
+import { type ModelPrices, parseModelPrices } from './agent/model-prices.js';
 import { SECRETS_KEY_BYTES } from './lib/secret-box.js';
 
 export interface Config {
@@ -71,6 +72,10 @@ export interface Config {
   llmModel: string | undefined;
   /** How long one call to the language model may take (LLM_TIMEOUT_MS). */
   llmTimeoutMs: number;
+  /** Price per 1 000 input and output tokens by model, for the cost in turn traces (MODEL_PRICES, JSON). */
+  modelPrices: ModelPrices;
+  /** Turn traces store what was sent to the model (TRACE_PROMPTS, default false). */
+  tracePrompts: boolean;
   /** How long a turn not in pause mode waits for client function results (CLIENT_FUNCTION_TIMEOUT_MS). */
   clientFunctionTimeoutMs: number;
   /** Streamed message turns one tenant may run at once on one process (TURN_MAX_STREAMS_PER_TENANT). */
@@ -281,6 +286,8 @@ export function loadConfig(env: Env = process.env): Config {
     llmApiKey: str(env, 'LLM_API_KEY'),
     llmModel: str(env, 'LLM_MODEL'),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 60_000, 100, 600_000),
+    modelPrices: parseModelPrices(str(env, 'MODEL_PRICES'), (message) => new ConfigError(message)),
+    tracePrompts: bool(env, 'TRACE_PROMPTS', false),
     clientFunctionTimeoutMs: int(env, 'CLIENT_FUNCTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
     turnMaxStreamsPerTenant: int(env, 'TURN_MAX_STREAMS_PER_TENANT', 20, 1, 100_000),
     turnMaxWaitingPerTenant: int(env, 'TURN_MAX_WAITING_PER_TENANT', 50, 1, 100_000),

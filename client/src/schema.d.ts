@@ -1047,7 +1047,7 @@ export interface paths {
         put?: never;
         /**
          * MCP JSON-RPC (Streamable HTTP)
-         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON (Server-Sent Events for a client whose Accept prefers them). The key goes in X-API-Key or as `Authorization: Bearer <key>`; tools run under its scopes.
+         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.
          */
         post: operations["mcpPost"];
         delete?: never;
@@ -1160,6 +1160,28 @@ export interface paths {
          *     Requires scope `conversations:write`.
          */
         post: operations["submitFunctionResults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/messages/{message_id}/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the trace of an agent message's turn
+         * @description Returns how the agent reached this message: the question as searched and every candidate passage with its rank (used, cited), each provider call (model, latency, input and output tokens, cost when MODEL_PRICES prices the model; the prompt only when TRACE_PROMPTS is true), each client function and workflow call with its duration and outcome, the decision taken and the latency. A turn that waits for its client has a partial trace (its `status` says so). 404 for a message that is not the agent’s, and for a turn still running that has stored nothing yet.
+         *
+         *     Requires scope `conversations:read`.
+         */
+        get: operations["getMessageTrace"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6635,7 +6657,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request's JSON-RPC answer, or the array of a batch's answers; for a client whose Accept ranks `text/event-stream` above JSON, the same as Server-Sent Events, one `message` event per answer. */
+            /** @description The request's JSON-RPC answer, or the array of a batch's answers. */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -6702,7 +6724,7 @@ export interface operations {
             };
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
-            /** @description Accept takes neither application/json nor text/event-stream: a JSON-RPC error, -32000. */
+            /** @description Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000. */
             406: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -6729,7 +6751,6 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe: the first answer (below 500) is kept for 24 hours and replayed for a repeat by the same API key with the same path and body; the same key with another request or from another API key, or while the first runs, answers 409 `conflict`, and a key that is not 1 to 255 characters 422 `validation_error` (both with `param: "Idempotency-Key"`). */
-                    "text/event-stream": string;
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7268,6 +7289,181 @@ export interface operations {
             409: components["responses"]["Error409Replayable"];
             413: components["responses"]["Error413"];
             422: components["responses"]["Error422Replayable"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getMessageTrace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID, in either case; answered in lower case. */
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agent_id: string | null;
+                        /**
+                         * Format: uuid
+                         * @description A UUID, in either case; answered in lower case.
+                         */
+                        conversation_id: string;
+                        cost: number | null;
+                        decision: {
+                            cited_document_ids: string[];
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            handoff: {
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID, in either case; answered in lower case.
+                                 */
+                                agent_id: string;
+                                agent_name: string;
+                                /**
+                                 * Format: uuid
+                                 * @description A UUID, in either case; answered in lower case.
+                                 */
+                                ticket_id: string;
+                            } | null;
+                            knowledge_gap_recorded: boolean;
+                            /**
+                             * @description answer; decline (the built-in provider did not know); handoff; waiting_client (paused or waiting for client results); in_progress; failed.
+                             * @enum {string}
+                             */
+                            type: "answer" | "decline" | "handoff" | "waiting_client" | "in_progress" | "failed";
+                        };
+                        ended_at: string | null;
+                        /** @description Client function and workflow calls. */
+                        function_calls: {
+                            call_id: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds.
+                             */
+                            called_at: string;
+                            duration_ms: number | null;
+                            error: string | null;
+                            name: string;
+                            /** @description Answered by a simulation case's override. */
+                            overridden: boolean;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @enum {string} */
+                            type: "client" | "workflow" | "internal";
+                        }[];
+                        /** @description Input tokens of every provider call. */
+                        input_tokens: number;
+                        language: string | null;
+                        /** @description The engine's time on the turn; a paused turn's wait is not counted. */
+                        latency_ms: number;
+                        /**
+                         * Format: uuid
+                         * @description A UUID, in either case; answered in lower case.
+                         */
+                        message_id: string;
+                        model: string;
+                        /** @enum {string} */
+                        object: "message_trace";
+                        /** @description Output tokens of every provider call. */
+                        output_tokens: number;
+                        /** @description TRACE_PROMPTS was true when the turn ran. */
+                        prompts_stored: boolean;
+                        provider: string;
+                        provider_calls: {
+                            cost: number | null;
+                            duration_ms: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            input_tokens: number | null;
+                            /** @description LLM_MODEL; `builtin` for the built-in provider. */
+                            model: string;
+                            output_tokens: number | null;
+                            /** @description The messages sent to the model when TRACE_PROMPTS is true; else null. */
+                            prompt: unknown;
+                            /** @description `builtin` or `openai`. */
+                            provider: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 UTC with milliseconds.
+                             */
+                            started_at: string;
+                            /** @enum {string} */
+                            status: "completed" | "failed";
+                            /** @description The step of the turn, from 1. */
+                            step: number;
+                            /** @description Characters of text the step produced. */
+                            text_chars: number;
+                            /** @description The tools the step called, by name. */
+                            tool_calls: string[];
+                            /** @description The provider reported the usage. The built-in provider runs no model: 0 tokens, not reported. */
+                            usage_reported: boolean;
+                        }[];
+                        /** @description The message the turn answered, as searched. */
+                        question: string;
+                        search: {
+                            /** @description Every passage found, best first. */
+                            candidates: {
+                                /** @description Cited by the answer. */
+                                cited: boolean;
+                                document_id: string;
+                                language: string;
+                                /** @description The knowledge search rank, in (0, 1). */
+                                rank: number;
+                                source_id: string | null;
+                                title: string;
+                                /** @description At or above the threshold: given to the provider to answer from. */
+                                used: boolean;
+                            }[];
+                            duration_ms: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            language: string | null;
+                            question: string;
+                            threshold: number;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC with milliseconds.
+                         */
+                        started_at: string;
+                        /** @description The message's status: the trace is final once COMPLETED or FAILED. */
+                        status: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 UTC with milliseconds.
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];

@@ -96,58 +96,67 @@ function latestResults(items: TurnItem[]): Extract<TurnItem, { type: 'result' }>
   return results;
 }
 
+/** The built-in provider runs no model: its steps count no tokens (a trace says the usage was not reported). */
+const NO_MODEL_USAGE = { input_tokens: 0, output_tokens: 0, reported: false };
+
 export function createBuiltinProvider(): Provider {
   return {
     name: 'builtin',
+    model: 'builtin',
     async step(request: StepRequest): Promise<StepResult> {
-      const results = latestResults(request.items);
-      if (results.length > 0) {
-        const text = results.map((r) => `${r.name} returned ${JSON.stringify(r.output ?? null)}.`).join('\n');
-        stream(text, request.onDelta);
-        return { text, calls: [], citations: [] };
-      }
-      const input = request.items.find((item) => item.type === 'input');
-      const message = input?.type === 'input' ? input.content : '';
-      const pairs = parsePairs(message);
-      const words = message.replace(PAIR, ' ');
-
-      // Rule 1: client functions and enabled workflows named in the message, in order of appearance.
-      const named = request.tools
-        .filter((tool) => tool.type !== 'internal')
-        .map((tool) => ({ tool, at: findName(words, tool.name) }))
-        .filter((found) => found.at >= 0)
-        .sort((a, b) => a.at - b.at);
-      if (named.length > 0) {
-        const calls: ToolCall[] = named.map(({ tool }) => ({
-          call_id: newCallId(),
-          name: tool.name,
-          arguments: argumentsFor(tool, pairs),
-        }));
-        return { text: '', calls, citations: [] };
-      }
-
-      // Rule 2: a handoff agent named in the message takes the conversation.
-      const handoff = request.handoffAgents
-        .map((agent) => ({ agent, at: findName(words, agent.name) }))
-        .filter((found) => found.at >= 0)
-        .sort((a, b) => a.at - b.at)[0];
-      if (handoff) {
-        const text = `I'm handing you over to ${handoff.agent.name}.`;
-        stream(text, request.onDelta);
-        return { text, calls: [], citations: [], handoffTo: handoff.agent };
-      }
-
-      // Rule 3: the best passage at or above the threshold.
-      const best = request.passages[0];
-      if (best) {
-        const text = answerFrom(best);
-        stream(text, request.onDelta);
-        return { text, calls: [], citations: [citationOf(best)] };
-      }
-
-      // Rule 4: nothing good enough.
-      stream(UNKNOWN_ANSWER, request.onDelta);
-      return { text: UNKNOWN_ANSWER, calls: [], citations: [], knowledgeGap: true };
+      return { ...decide(request), usage: NO_MODEL_USAGE };
     },
   };
+}
+
+/** The built-in rules, in order (this module's header). */
+function decide(request: StepRequest): StepResult {
+  const results = latestResults(request.items);
+  if (results.length > 0) {
+    const text = results.map((r) => `${r.name} returned ${JSON.stringify(r.output ?? null)}.`).join('\n');
+    stream(text, request.onDelta);
+    return { text, calls: [], citations: [] };
+  }
+  const input = request.items.find((item) => item.type === 'input');
+  const message = input?.type === 'input' ? input.content : '';
+  const pairs = parsePairs(message);
+  const words = message.replace(PAIR, ' ');
+
+  // Rule 1: client functions and enabled workflows named in the message, in order of appearance.
+  const named = request.tools
+    .filter((tool) => tool.type !== 'internal')
+    .map((tool) => ({ tool, at: findName(words, tool.name) }))
+    .filter((found) => found.at >= 0)
+    .sort((a, b) => a.at - b.at);
+  if (named.length > 0) {
+    const calls: ToolCall[] = named.map(({ tool }) => ({
+      call_id: newCallId(),
+      name: tool.name,
+      arguments: argumentsFor(tool, pairs),
+    }));
+    return { text: '', calls, citations: [] };
+  }
+
+  // Rule 2: a handoff agent named in the message takes the conversation.
+  const handoff = request.handoffAgents
+    .map((agent) => ({ agent, at: findName(words, agent.name) }))
+    .filter((found) => found.at >= 0)
+    .sort((a, b) => a.at - b.at)[0];
+  if (handoff) {
+    const text = `I'm handing you over to ${handoff.agent.name}.`;
+    stream(text, request.onDelta);
+    return { text, calls: [], citations: [], handoffTo: handoff.agent };
+  }
+
+  // Rule 3: the best passage at or above the threshold.
+  const best = request.passages[0];
+  if (best) {
+    const text = answerFrom(best);
+    stream(text, request.onDelta);
+    return { text, calls: [], citations: [citationOf(best)] };
+  }
+
+  // Rule 4: nothing good enough.
+  stream(UNKNOWN_ANSWER, request.onDelta);
+  return { text: UNKNOWN_ANSWER, calls: [], citations: [], knowledgeGap: true };
 }

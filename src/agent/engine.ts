@@ -33,7 +33,9 @@ import type { EmitEvent } from '../domain/events.js';
 import { KnowledgeSearchFailure } from '../domain/text-search.js';
 import { newId } from '../lib/ids.js';
 import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
+import { loadTraceData, saveTrace } from './trace-store.js';
 import { createTurnPlaces } from './turn-places.js';
+import { createTurnTrace, newTraceData, type TraceOptions, type TurnTrace } from './turn-trace.js';
 import {
   type Citation,
   type ClientFunction,
@@ -152,6 +154,8 @@ interface Runtime {
   clientFunctions: ClientFunction[];
   context: Record<string, unknown> | null;
   state: TurnState;
+  /** Records the turn's steps for its trace (./turn-trace.ts). */
+  trace: TurnTrace;
   emit: (type: TurnEvent['type'], data?: Record<string, unknown>) => void;
   onWaiting: () => void;
 }
@@ -198,6 +202,8 @@ export interface AgentEngineDeps {
    * answers 404 for those conversations, their messages and turns, as for any unknown id.
    */
   playsSimulations?: boolean;
+  /** What turn traces may hold and what calls cost (MODEL_PRICES, TRACE_PROMPTS, the provider's key). */
+  trace?: TraceOptions;
 }
 
 /** Validates client functions: unique names, not the engine's own, parameters a JSON Schema of an object. */
@@ -233,6 +239,9 @@ export function createAgentEngine(deps: AgentEngineDeps) {
   const { db, provider, agents, conversations } = deps;
   const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   const minRank = deps.minRank ?? MIN_ANSWER_RANK;
+  const traceOptions: TraceOptions = deps.trace ?? { prices: {}, storePrompts: false, secrets: [] };
+  const newTrace = (question: string, language: string | null) =>
+    createTurnTrace(provider, traceOptions, newTraceData(provider, question, language, traceOptions.storePrompts));
   const shutdown = new AbortController();
   // Every running turn listens to it (its waits, its provider calls): no cap on listeners.
   setMaxListeners(0, shutdown.signal);
@@ -285,13 +294,17 @@ export function createAgentEngine(deps: AgentEngineDeps) {
     options: { language?: string | null | undefined; limit?: number } = {},
   ): Promise<Retrieval> {
     const language = options.language ?? null;
-    const found = await deps.searchKnowledge(tenantId, question, {
-      ...(language ? { language } : {}),
-      limit: options.limit ?? PASSAGE_LIMIT,
-    });
-    const passages = found.filter((p) => p.rank >= minRank).sort((a, b) => b.rank - a.rank);
+    const passages = relevant(await search(tenantId, question, language, options.limit));
     return { object: 'retrieval', question, language, threshold: minRank, passages, answerable: passages.length > 0 };
   }
+
+  /** Every passage the knowledge search found, best first. */
+  async function search(tenantId: string, question: string, language: string | null, limit = PASSAGE_LIMIT) {
+    const found = await deps.searchKnowledge(tenantId, question, { ...(language ? { language } : {}), limit });
+    return found.sort((a, b) => b.rank - a.rank);
+  }
+
+  const relevant = (found: Passage[]) => found.filter((p) => p.rank >= minRank);
 
   // ---- claiming a conversation -----------------------------------------------------------
 
@@ -554,6 +567,14 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       .where('id', '=', rt.messageId);
     if (final) message = message.where('status', 'in', ['IN_PROGRESS', 'WAITING_CLIENT']);
     await message.execute();
+    await writeTrace(trx, rt, status, (final?.error as { code: string; message: string } | null) ?? null);
+  }
+
+  /** Writes the turn's trace as it stands, with the state written beside it. */
+  async function writeTrace(trx: Db, rt: Runtime, status: string, error: { code: string; message: string } | null) {
+    rt.trace.settle(status, error, rt.state);
+    const owner = { tenantId: rt.tenantId, messageId: rt.messageId, conversationId: rt.conversationId };
+    await saveTrace(trx, { ...owner, agentId: rt.agent.id }, rt.trace, status);
   }
 
   async function saveState(
@@ -644,19 +665,21 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       }
       rt.state.steps += 1;
       const tools = await toolsFor(rt, handoffAgents);
-      const step = await provider.step({
-        instructions: rt.agent.instructions,
-        agentName: rt.agent.name,
-        history: rt.state.history,
-        items: rt.state.items,
-        tools,
-        passages: rt.state.passages,
-        handoffAgents,
-        context: rt.context,
-        language: rt.state.language,
-        onDelta: (delta) => rt.emit('message.delta', { delta }),
-        signal: shutdown.signal,
-      });
+      const step = await rt.trace.providerCall(rt.state.steps, () =>
+        provider.step({
+          instructions: rt.agent.instructions,
+          agentName: rt.agent.name,
+          history: rt.state.history,
+          items: rt.state.items,
+          tools,
+          passages: rt.state.passages,
+          handoffAgents,
+          context: rt.context,
+          language: rt.state.language,
+          onDelta: (delta) => rt.emit('message.delta', { delta }),
+          signal: shutdown.signal,
+        }),
+      );
       if (step.text !== '') rt.state.texts.push(step.text);
       for (const citation of step.citations) {
         if (rt.state.citations.some((c) => c.document_id === citation.document_id)) continue;
@@ -667,6 +690,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       const input = rt.state.items.find((item) => item.type === 'input');
       const question = lastInput(rt).trim();
       // A gap is a customer's question (rule 4); an application event is not one.
+      let gapRecorded = false;
       if (step.knowledgeGap && question !== '' && input?.type === 'input' && input.author === 'customer') {
         // Best effort: the customer still gets the agent's answer if the gap cannot be recorded.
         try {
@@ -675,10 +699,12 @@ export function createAgentEngine(deps: AgentEngineDeps) {
             conversation_id: rt.conversationId,
             message_id: rt.state.input_message_id,
           });
+          gapRecorded = true;
         } catch (error) {
           deps.logError?.(error, newId());
         }
       }
+      if (step.knowledgeGap) rt.trace.knowledgeGap(gapRecorded);
       if (step.calls.length === 0) return { status: 'COMPLETED' };
 
       rt.state.items.push({ type: 'assistant', text: step.text, calls: step.calls });
@@ -711,6 +737,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           )
           .execute();
       }
+      rt.trace.called(recorded, (name) => byName.get(name)?.type);
       for (const call of recorded) {
         rt.emit('function_call', {
           call_id: call.call_id,
@@ -736,10 +763,12 @@ export function createAgentEngine(deps: AgentEngineDeps) {
           }
         } else if (tool.type === 'workflow') {
           const { status, output } = await runWorkflow(rt, call);
+          rt.trace.answered(call.call_id, status, output, Object.hasOwn(rt.state.tool_overrides ?? {}, call.name));
           await setCallResult(rt, call.call_id, status, output);
           rt.emit('function_result', { call_id: call.call_id, name: call.name, status, output });
         } else if (rt.state.tool_overrides && Object.hasOwn(rt.state.tool_overrides, call.name)) {
           const output = rt.state.tool_overrides[call.name];
+          rt.trace.answered(call.call_id, 'completed', output, true);
           await setCallResult(rt, call.call_id, 'completed', output);
           rt.emit('function_result', { call_id: call.call_id, name: call.name, status: 'completed', output });
         } else {
@@ -768,6 +797,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         await saveState(rt, 'IN_PROGRESS');
         for (const item of await resultItems(rt, clientPending)) {
           if (item.type === 'result') {
+            rt.trace.answered(item.call_id, 'completed', item.output);
             rt.emit('function_result', {
               call_id: item.call_id,
               name: item.name,
@@ -804,7 +834,11 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       let error: { code: string; message: string } | null = null;
       try {
         if (rt.state.steps === 0 && rt.state.passages.length === 0) {
-          rt.state.passages = (await retrieve(rt.tenantId, lastInput(rt), { language: rt.state.language })).passages;
+          const [question, language] = [lastInput(rt), rt.state.language];
+          const found = await rt.trace.search(question, language, minRank, () =>
+            search(rt.tenantId, question, language),
+          );
+          rt.state.passages = relevant(found);
         }
         status = (await drive(rt)).status;
       } catch (caught) {
@@ -849,11 +883,13 @@ export function createAgentEngine(deps: AgentEngineDeps) {
             .where('id', '=', rt.messageId)
             .where('status', 'in', ['IN_PROGRESS', 'WAITING_CLIENT'])
             .execute();
+          await writeTrace(trx, rt, status, error);
           await release(trx, rt);
         });
       } finally {
         stopRenewing();
       }
+      rt.trace.report(status);
       const record = await conversations.turnMessage(rt.tenantId, rt.messageId);
       rt.emit('done', { status, ...(error ? { error } : {}), message: record });
       settled.resolve(record);
@@ -1085,6 +1121,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         clientFunctions,
         context,
         state,
+        trace: newTrace(input.content, state.language),
       },
       options,
       settled,
@@ -1276,6 +1313,8 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       (message.agent_id ? await agents.findAgent(tenantId, message.agent_id) : undefined) ??
       (await agents.defaultAgent(tenantId));
     const state = turn.state as TurnState;
+    const stored = await loadTraceData(db, tenantId, messageId);
+    const trace = stored ? createTurnTrace(provider, traceOptions, stored) : newTrace('', state.language);
     const settled = deferred<MessageRecord>();
     settled.promise.catch(() => undefined);
     const rt = runtimeFor(
@@ -1288,6 +1327,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
         clientFunctions,
         context,
         state,
+        trace,
       },
       options,
       settled,
@@ -1299,6 +1339,7 @@ export function createAgentEngine(deps: AgentEngineDeps) {
       const clientCalls = new Set(calls.filter((call) => call.type === 'client').map((call) => call.call_id));
       for (const item of results) {
         if (item.type === 'result' && clientCalls.has(item.call_id)) {
+          trace.answered(item.call_id, 'completed', item.output);
           rt.emit('function_result', {
             call_id: item.call_id,
             name: item.name,

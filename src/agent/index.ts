@@ -7,9 +7,20 @@ import { createConversationService } from '../domain/conversations.js';
 import { createBuiltinProvider } from './builtin-provider.js';
 import { type AgentEngineDeps, createAgentEngine } from './engine.js';
 import { createOpenAiProvider } from './openai-provider.js';
+import { createTraceReader } from './trace-store.js';
+import type { TraceOptions } from './turn-trace.js';
 import type { Provider } from './types.js';
 
 type LlmConfig = Pick<Config, 'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs'>;
+
+/** What turn traces may hold and what provider calls cost: MODEL_PRICES, TRACE_PROMPTS, and the key never to store. */
+export function traceOptions(config: LlmConfig & Pick<Config, 'modelPrices' | 'tracePrompts'>): TraceOptions {
+  return {
+    prices: config.modelPrices,
+    storePrompts: config.tracePrompts,
+    secrets: config.llmApiKey ? [config.llmApiKey] : [],
+  };
+}
 
 /** `openai` when LLM_BASE_URL is set (LLM_MODEL is then required), else `builtin`. */
 export function createProvider(config: LlmConfig): Provider {
@@ -26,7 +37,15 @@ export function createProvider(config: LlmConfig): Provider {
 export interface AgentAreaDeps {
   db: Db;
   config: LlmConfig &
-    Pick<Config, 'clientFunctionTimeoutMs' | 'sseHeartbeatMs' | 'turnMaxStreamsPerTenant' | 'turnMaxWaitingPerTenant'>;
+    Pick<
+      Config,
+      | 'clientFunctionTimeoutMs'
+      | 'sseHeartbeatMs'
+      | 'turnMaxStreamsPerTenant'
+      | 'turnMaxWaitingPerTenant'
+      | 'modelPrices'
+      | 'tracePrompts'
+    >;
   searchKnowledge: AgentEngineDeps['searchKnowledge'];
   recordGap: AgentEngineDeps['recordGap'];
   minRank?: number;
@@ -46,12 +65,14 @@ export function createAgentArea({ db, config, searchKnowledge, recordGap, minRan
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
     maxStreamsPerTenant: config.turnMaxStreamsPerTenant,
     maxWaitingPerTenant: config.turnMaxWaitingPerTenant,
+    trace: traceOptions(config),
     ...(minRank !== undefined ? { minRank } : {}),
     ...(emitEvent ? { emitEvent } : {}),
   });
   return {
     agents,
     conversations,
+    traces: createTraceReader({ db }),
     agent: Object.assign(engine, { sseHeartbeatMs: config.sseHeartbeatMs }),
   };
 }

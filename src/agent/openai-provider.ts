@@ -36,6 +36,15 @@ interface ChunkToolCall {
   function?: { name?: string; arguments?: string };
 }
 
+/** Token counts as OpenAI reports them (`usage` of a completion, or of a stream's last chunk). */
+interface Usage {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+}
+
+const tokens = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : null;
+
 interface Choice {
   delta?: { content?: string | null; tool_calls?: ChunkToolCall[] };
   message?: { content?: string | null; tool_calls?: ChunkToolCall[] };
@@ -236,6 +245,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
         parameters: tool.parameters,
       },
     }));
+    const messages = chatMessages(request, names.forModel);
     const response = await fetch(endpoint, {
       method: 'POST',
       headers: {
@@ -246,7 +256,9 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
       body: JSON.stringify({
         model: options.model,
         stream: true,
-        messages: chatMessages(request, names.forModel),
+        // Without it a streamed completion carries no `usage` (the trace's token counts).
+        stream_options: { include_usage: true },
+        messages,
         ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
       }),
       signal,
@@ -260,6 +272,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
     }
 
     let text = '';
+    let usage: Usage | undefined;
     const fragments = new Map<number, { name: string; arguments: string }>();
     const take = (choice: Choice | undefined, streamed: boolean) => {
       const part = streamed ? choice?.delta : choice?.message;
@@ -280,7 +293,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
     if (type.includes('text/event-stream') && response.body) {
       for await (const data of sseData(response.body)) {
         if (data.trim() === '[DONE]') break;
-        let chunk: { choices?: Choice[]; error?: unknown };
+        let chunk: { choices?: Choice[]; error?: unknown; usage?: Usage | null };
         try {
           chunk = JSON.parse(data);
         } catch {
@@ -292,13 +305,15 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
             `The language model server reported an error: ${errorMessage(JSON.stringify(chunk))}`,
           );
         }
+        if (chunk.usage) usage = chunk.usage;
         take(chunk.choices?.[0], true);
       }
     } else {
       // A server that ignores `stream: true` answers with one completion.
       const body = (await response.json().catch(() => {
         throw new ProviderError('provider_error', 'The language model server answered with a body that is not JSON.');
-      })) as { choices?: Choice[] };
+      })) as { choices?: Choice[]; usage?: Usage | null };
+      if (body.usage) usage = body.usage;
       take(body.choices?.[0], false);
     }
 
@@ -311,11 +326,20 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
         name: names.fromModel.get(fragment.name) ?? fragment.name,
         arguments: parseArguments(fragment.arguments),
       }));
-    return { text, calls, citations: citationsIn(text, request) };
+    const input_tokens = tokens(usage?.prompt_tokens);
+    const output_tokens = tokens(usage?.completion_tokens);
+    return {
+      text,
+      calls,
+      citations: citationsIn(text, request),
+      usage: { input_tokens, output_tokens, reported: input_tokens !== null && output_tokens !== null },
+      prompt: messages,
+    };
   }
 
   return {
     name: 'openai',
+    model: options.model,
     async step(request: StepRequest): Promise<StepResult> {
       const timeout = AbortSignal.timeout(options.timeoutMs);
       const signal = AbortSignal.any([request.signal, timeout]);

@@ -88,10 +88,18 @@ export interface StepResult {
   handoffTo?: HandoffTarget | undefined;
   /** The built-in provider could not answer: the question becomes a knowledge gap. */
   knowledgeGap?: boolean | undefined;
+  /** Tokens of the call, from the provider's `usage` (`reported: false` when it sent none). */
+  usage?: { input_tokens: number | null; output_tokens: number | null; reported: boolean } | undefined;
+  /** The model that answered, when the provider names it. */
+  model?: string | undefined;
+  /** What was sent to the model (the chat messages), for the turn's trace when prompts may be stored. */
+  prompt?: unknown;
 }
 
 export interface Provider {
   readonly name: 'builtin' | 'openai';
+  /** The model asked (LLM_MODEL); the built-in provider is its own model, `builtin`. */
+  readonly model?: string | undefined;
   step(request: StepRequest): Promise<StepResult>;
 }
 

@@ -17,6 +17,7 @@ import { boundedSearchVectors } from './migrations/0011-bounded-search-vectors.j
 import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token.js';
 import { jobsDueByKind } from './migrations/0013-jobs-due-by-kind.js';
 import { jobsFollowUp } from './migrations/0014-jobs-follow-up.js';
+import { messageTraces } from './migrations/0015-message-traces.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -39,6 +40,7 @@ export const MIGRATIONS: Migration[] = [
   idempotencyLeaseToken,
   jobsDueByKind,
   jobsFollowUp,
+  messageTraces,
 ];
 
 /** `stage`, if given, shows the migrations as a stage of the start when there are any to run. */

@@ -226,6 +226,23 @@ export interface MessageFeedbackTable {
   created_at: Timestamp;
 }
 
+// The trace of each agent turn (src/db/migrations/0015-message-traces.ts).
+export interface MessageTracesTable {
+  message_id: string;
+  tenant_id: string;
+  conversation_id: string;
+  agent_id: string | null;
+  provider: string;
+  status: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number | null;
+  latency_ms: number;
+  trace: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 // Knowledge (issue 3): jobs, sources, documents, translations, knowledge update requests.
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -661,6 +678,7 @@ export interface Database {
   workflow_runs: WorkflowRunsTable;
   tickets: TicketsTable;
   message_feedback: MessageFeedbackTable;
+  message_traces: MessageTracesTable;
   users: UsersTable;
   user_permissions: UserPermissionsTable;
   task_counters: TaskCountersTable;

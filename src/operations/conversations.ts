@@ -11,6 +11,7 @@ import { checkBulkItems, DomainError } from '../domain/errors.js';
 import { asksForEventStream, openEventStream } from '../http/negotiation.js';
 import { defineOperation, type OperationContext, withStatus } from './registry.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
+import { MessageTrace } from './trace-schema.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
@@ -276,6 +277,24 @@ export const conversationOperations = [
     params: MessageParams,
     response: Message,
     handler: ({ tenantId, params, services }) => services.conversations.getMessage(tenantId, params.message_id),
+  }),
+  defineOperation({
+    id: 'getMessageTrace',
+    method: 'GET',
+    path: '/api/v1/messages/:message_id/trace',
+    scope: 'conversations:read',
+    tag: 'Conversations',
+    summary: "Get the trace of an agent message's turn",
+    description:
+      'Returns how the agent reached this message: the question as searched and every candidate passage with its ' +
+      'rank (used, cited), each provider call (model, latency, input and output tokens, cost when MODEL_PRICES ' +
+      'prices the model; the prompt only when TRACE_PROMPTS is true), each client function and workflow call with ' +
+      'its duration and outcome, the decision taken and the latency. A turn that waits for its client has a ' +
+      'partial trace (its `status` says so). 404 for a message that is not the agent’s, and for a turn still ' +
+      'running that has stored nothing yet.',
+    params: MessageParams,
+    response: MessageTrace,
+    handler: ({ tenantId, params, services }) => services.traces.getTrace(tenantId, params.message_id),
   }),
   defineOperation({
     id: 'submitFunctionResults',

@@ -9,7 +9,7 @@
 // which every read for clients leaves out (`isCustomerConversation`, ../conversations.ts).
 
 import { type AgentEngineDeps, createAgentEngine } from '../../agent/engine.js';
-import { createProvider } from '../../agent/index.js';
+import { createProvider, traceOptions } from '../../agent/index.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
@@ -29,7 +29,14 @@ export interface SimulationDeps {
   jobs: JobQueue;
   config: Pick<
     Config,
-    'llmBaseUrl' | 'llmApiKey' | 'llmModel' | 'llmTimeoutMs' | 'clientFunctionTimeoutMs' | 'simulationConcurrency'
+    | 'llmBaseUrl'
+    | 'llmApiKey'
+    | 'llmModel'
+    | 'llmTimeoutMs'
+    | 'clientFunctionTimeoutMs'
+    | 'simulationConcurrency'
+    | 'modelPrices'
+    | 'tracePrompts'
   >;
   agents: AgentService;
   conversations: ConversationService;
@@ -53,6 +60,7 @@ export function createSimulationService(deps: SimulationDeps) {
     clientFunctionTimeoutMs: config.clientFunctionTimeoutMs,
     // Its runs continue the conversations they play, which other engines treat as absent.
     playsSimulations: true,
+    trace: traceOptions(config),
     ...(deps.minRank !== undefined ? { minRank: deps.minRank } : {}),
   };
   const judge =
