@@ -63,7 +63,7 @@ function removeStale(out, outputs) {
       if (entry.isDirectory()) {
         sweep(full);
         if (readdirSync(full).length === 0) rmSync(full, { recursive: true });
-      } else if (!keep.has(full)) rmSync(full);
+      } else if (!keep.has(full) && !entry.name.endsWith('.tmp')) rmSync(full); // .tmp: another build's
     }
   };
   for (const dir of SOURCE_DIRS) sweep(path.join(out, dir));

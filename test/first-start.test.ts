@@ -82,10 +82,13 @@ describe('the build npm start runs', () => {
     expect(changed.stderr).toMatch(/^Building the server \(sources changed\)… \d+\.\d s\n$/);
     expect((await run(process.execPath, [path.join(root, 'dist/src/lib/b.js')])).stdout).toBe('42\n');
 
+    // A file another build is writing (aside, before its rename) is not taken for a stale one.
+    writeFileSync(path.join(root, 'dist/src/a.js.999.tmp'), '');
     unlinkSync(path.join(root, 'src/lib/b.ts'));
     expect((await build()).code).toBe(0);
     expect(existsSync(path.join(root, 'dist/src/a.js'))).toBe(true);
     expect(existsSync(path.join(root, 'dist/src/lib'))).toBe(false);
+    expect(existsSync(path.join(root, 'dist/src/a.js.999.tmp'))).toBe(true);
   });
 
   it('a source that does not compile fails the build with its place, and the next start builds again', async () => {
