@@ -26,6 +26,7 @@ import { type AuthContext, type Authenticator, createAuthenticator, presentedKey
 import { registerBodyDeadline } from './http/body-deadline.js';
 import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
+import { lazySerializers, lazyValidator } from './http/lazy-compile.js';
 import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
 import { registerHeaderAnswers } from './http/header-answers.js';
 import { hookList, judgeThen } from './http/hooks.js';
@@ -158,6 +159,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     // cannot check the nearest peer's address). Trusting N hops assumes only the proxies can reach us.
     trustProxy: trust,
     requestIdHeader: false,
+    schemaController: lazySerializers,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -211,7 +213,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
 
   const ajv = validatorCompilers();
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema),
+    lazyValidator(() => (httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema))),
   );
 
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.

@@ -1,11 +1,11 @@
 // Prometheus metrics (prom-client): one registry and every metric the service exposes at
 // GET /metrics (docs/operations.md says what each tells). Hot paths call the small `record…`
-// functions below, whose label sets are resolved once per route (or tool) and kept; gauges that
-// cost a query are collected at scrape time (src/observability/scrape-gauges.ts).
+// functions below; the request recorders resolve their label sets once per route (or tool) and
+// status class. Gauges that cost a query are collected at scrape time (scrape-gauges.ts).
 //
 // Tenant ids are never a label: the series a tenant could add would grow without bound with the
 // tenants, and the request log line names the tenant of every request.
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -15,21 +15,87 @@ const REQUEST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 1, 2.5, 10];
 const SECONDS_BUCKETS = [0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30];
 
 /** What a request label set holds; `operation` is a registry operation id, or a fixed name. */
-const REQUEST_LABELS = ['operation', 'method', 'status_class', 'transport'] as const;
+type RequestLabels = Record<'operation' | 'method' | 'status_class' | 'transport', string>;
 
-const requests = new Counter({
-  name: 'http_requests_total',
-  help: 'Requests answered, by operation id (or route name; "unmatched" for a path with no route), method, status class and transport (rest: an HTTP request; mcp: one MCP tool call, under the operation id of the tool).',
-  labelNames: REQUEST_LABELS,
-  registers: [registry],
-});
+/** One request label set's figures: its count, the sum of its durations and a count per bucket. */
+interface RequestCell {
+  labels: RequestLabels;
+  count: number;
+  sum: number;
+  /** Not cumulative: `buckets[i]` counts durations in (REQUEST_BUCKETS[i-1], REQUEST_BUCKETS[i]]; the last, above them all. */
+  buckets: number[];
+}
 
-const requestDuration = new Histogram({
-  name: 'http_request_duration_seconds',
-  help: 'Time from a request (or MCP tool call) arriving to its answer being sent, by the labels of http_requests_total.',
-  labelNames: REQUEST_LABELS,
-  buckets: REQUEST_BUCKETS,
-  registers: [registry],
+// Requests are counted in plain numbers, not through prom-client's counter and histogram, whose
+// every observation builds its label set's key; a scrape turns them into the exposition below.
+const requestCells = new Map<string, RequestCell>();
+
+function requestCell(labels: RequestLabels): RequestCell {
+  const key = `${labels.operation}\n${labels.method}\n${labels.status_class}\n${labels.transport}`;
+  let cell = requestCells.get(key);
+  if (cell === undefined) {
+    cell = { labels, count: 0, sum: 0, buckets: new Array(REQUEST_BUCKETS.length + 1).fill(0) };
+    requestCells.set(key, cell);
+  }
+  return cell;
+}
+
+const REQUESTS_HELP =
+  'Requests answered, by operation id (or route name; "unmatched" for a path with no route), method, status class and transport (rest: an HTTP request; mcp: one MCP tool call, under the operation id of the tool).';
+const DURATION_HELP =
+  'Time from a request (or MCP tool call) arriving to its answer being sent, by the labels of http_requests_total.';
+
+/** A metric prom-client's registry formats like its own: what `get()` answers at scrape time. */
+function scrapedMetric(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]): void {
+  const metric = {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
+    // Zeroed, not forgotten: the recorders keep their cells.
+    reset: () => {
+      for (const cell of requestCells.values()) {
+        cell.count = 0;
+        cell.sum = 0;
+        cell.buckets.fill(0);
+      }
+    },
+  };
+  registry.registerMetric(metric as unknown as Metric);
+}
+
+interface MetricValue {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}
+
+scrapedMetric('http_requests_total', REQUESTS_HELP, 'counter', () =>
+  [...requestCells.values()].map((cell) => ({ labels: cell.labels, value: cell.count })),
+);
+
+scrapedMetric('http_request_duration_seconds', DURATION_HELP, 'histogram', () => {
+  const values: MetricValue[] = [];
+  for (const cell of requestCells.values()) {
+    let cumulative = 0;
+    for (const [i, bound] of REQUEST_BUCKETS.entries()) {
+      cumulative += cell.buckets[i] ?? 0;
+      values.push({
+        labels: { ...cell.labels, le: bound },
+        value: cumulative,
+        metricName: 'http_request_duration_seconds_bucket',
+      });
+    }
+    values.push({
+      labels: { ...cell.labels, le: '+Inf' },
+      value: cell.count,
+      metricName: 'http_request_duration_seconds_bucket',
+    });
+    values.push({ labels: cell.labels, value: cell.sum, metricName: 'http_request_duration_seconds_sum' });
+    values.push({ labels: cell.labels, value: cell.count, metricName: 'http_request_duration_seconds_count' });
+  }
+  return values;
 });
 
 const refusals = new Counter({
@@ -111,27 +177,27 @@ export function statusClass(status: number): string {
 
 /**
  * The recorder of one route (or tool): its label sets are looked up once per status class, so a
- * request costs an increment and an observation.
+ * request costs a few additions.
  */
 export function requestRecorder(
   operation: string,
   method: string,
   transport: Transport,
 ): (status: number, seconds: number) => void {
-  const children = new Map<
-    number,
-    { count: ReturnType<typeof requests.labels>; duration: ReturnType<typeof requestDuration.labels> }
-  >();
+  const cells: (RequestCell | undefined)[] = [];
+  const last = REQUEST_BUCKETS.length;
   return (status, seconds) => {
     const hundreds = Math.floor(status / 100);
-    let child = children.get(hundreds);
-    if (child === undefined) {
-      const labels = [operation, method, `${hundreds}xx`, transport] as const;
-      child = { count: requests.labels(...labels), duration: requestDuration.labels(...labels) };
-      children.set(hundreds, child);
+    let cell = cells[hundreds];
+    if (cell === undefined) {
+      cell = requestCell({ operation, method, status_class: `${hundreds}xx`, transport });
+      cells[hundreds] = cell;
     }
-    child.count.inc();
-    child.duration.observe(seconds);
+    cell.count++;
+    cell.sum += seconds;
+    let bucket = 0;
+    while (bucket < last && seconds > (REQUEST_BUCKETS[bucket] as number)) bucket++;
+    cell.buckets[bucket] = (cell.buckets[bucket] ?? 0) + 1;
   };
 }
 

@@ -1,0 +1,327 @@
+// What metrics and tracing cost a request: `npm run bench:observability` (PGlite) or
+// `DATABASE_URL=postgres://… npm run bench:observability`. As the benchmark of record (run.ts),
+// the compiled server runs as its own process, loaded with autocannon on 127.0.0.1: two servers,
+// one with tracing off (metrics on, as always) and one with tracing on, exporting every span over
+// OTLP/HTTP to a collector stand-in in this process; each is scraped at /metrics every 15 s. The
+// row read and the comment write run on both, in alternating order, BENCH_ROUNDS times (3); the
+// table gives each run and the medians, and the on/off ratio of the medians.
+//
+// The metrics cannot be turned off, so their own share is measured apart, in this process: the
+// work the request hook does per request (a counter and a histogram), in nanoseconds,
+// against the server's CPU time per request of the tracing-off runs.
+// Options: BENCH_SECONDS (10), BENCH_WARMUP (2), BENCH_CONNECTIONS (50), BENCH_ROWS (1000),
+// BENCH_ROUNDS (3).
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { requestRecorder } from '../src/observability/metrics.js';
+import { SERVER, startFlags } from './support.js';
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
+const SCRAPE_MS = 15_000;
+
+type Mode = 'off' | 'on';
+type Scenario = 'row-read' | 'comment-write';
+interface Run {
+  mode: Mode;
+  scenario: Scenario;
+  rps: number;
+  p50: number;
+  p99: number;
+  cpuUs: number | null;
+  errors: number;
+}
+
+/** A collector stand-in: takes OTLP/HTTP exports and counts them, keeping nothing. */
+async function startCollector() {
+  let exports = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      exports++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exports: () => exports,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitHealthy(url: string, child: ChildProcess) {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      /* starting */
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not become healthy`);
+}
+
+/** User + system CPU microseconds of a process so far (Linux), null elsewhere. */
+function processCpuUs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return null;
+  }
+}
+
+async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
+  const r = await fetch(`${base}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await r.json()) as Record<string, unknown>;
+  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Server {
+  mode: Mode;
+  child: ChildProcess;
+  base: string;
+  requests: Record<Scenario, Record<string, unknown>[]>;
+  cleanUp: () => Promise<void>;
+}
+
+/** A server of its own (a data directory, or a PostgreSQL schema), seeded with ROWS rows and a task. */
+async function startServer(mode: Mode, collectorUrl: string): Promise<Server> {
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    ADMIN_TOKEN: ADMIN,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    HOST: '127.0.0.1',
+  };
+  delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (mode === 'on') env.OTEL_EXPORTER_OTLP_ENDPOINT = collectorUrl;
+  const databaseUrl = process.env.DATABASE_URL;
+  let cleanUp = async () => {};
+  if (databaseUrl) {
+    const schema = `bench_obs_${randomBytes(4).toString('hex')}`;
+    const admin = async (statement: string) => {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(statement);
+      await client.end();
+    };
+    await admin(`create schema ${schema}`);
+    const url = new URL(databaseUrl);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    env.DATABASE_URL = url.toString();
+    cleanUp = () => admin(`drop schema ${schema} cascade`);
+  } else {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-bench-obs-'));
+    env.DATA_DIR = dataDir;
+    delete env.DATABASE_URL;
+    cleanUp = async () => rmSync(dataDir, { recursive: true, force: true });
+  }
+  const port = await freePort();
+  const child = spawn(process.execPath, [...startFlags(), SERVER, 'serve'], {
+    env: { ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(base, child);
+  const admin = { authorization: `Bearer ${ADMIN}` };
+  await api(base, 'POST', '/admin/v1/tenants', { tenant_id: 'bench', name: 'Bench' }, admin);
+  const key = (
+    await api(base, 'POST', '/admin/v1/tenants/bench/api-keys', { name: 'bench', scopes: ALL_SCOPES }, admin)
+  ).secret as string;
+  const auth = { 'x-api-key': key };
+  await api(base, 'POST', '/api/v1/custom-data-sources', { name: 'Orders', slug: 'orders' }, auth);
+  for (let start = 0; start < ROWS; start += 100) {
+    const rows = Array.from({ length: Math.min(100, ROWS - start) }, (_, j) => ({
+      external_id: `row-${start + j}`,
+      data: { sku: `SKU-${start + j}`, price: ((start + j) % 97) + 0.99 },
+    }));
+    await api(base, 'POST', '/api/v1/custom-data-sources/orders/rows/batch', { rows }, auth);
+  }
+  const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
+  return {
+    mode,
+    child,
+    base,
+    requests: {
+      'row-read': Array.from({ length: ROWS }, (_, i) => ({
+        method: 'GET',
+        path: `/api/v1/custom-data-sources/orders/rows/row-${i}`,
+        headers: auth,
+      })),
+      'comment-write': [
+        {
+          method: 'POST',
+          path: `/api/v1/tasks/${task}/comments`,
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ content: 'A comment written by the benchmark.' }),
+        },
+      ],
+    },
+    cleanUp,
+  };
+}
+
+async function load(server: Server, scenario: Scenario): Promise<Run> {
+  const options = { url: server.base, connections: CONNECTIONS, requests: server.requests[scenario] };
+  if (WARMUP > 0) await autocannon({ ...options, duration: WARMUP });
+  // Prometheus's scrape, as in production, while the load runs.
+  const scrape = () =>
+    fetch(`${server.base}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } }).then((r) => r.text());
+  await scrape();
+  const scraper = setInterval(() => void scrape().catch(() => {}), SCRAPE_MS);
+  const cpuBefore = processCpuUs(server.child.pid);
+  const result = await autocannon({ ...options, duration: SECONDS });
+  const cpuAfter = processCpuUs(server.child.pid);
+  clearInterval(scraper);
+  return {
+    mode: server.mode,
+    scenario,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    cpuUs:
+      cpuBefore === null || cpuAfter === null || result.requests.total === 0
+        ? null
+        : Math.round((cpuAfter - cpuBefore) / result.requests.total),
+    errors: result.non2xx + result.errors,
+  };
+}
+
+/** Nanoseconds the request hook's metrics (a counter and a histogram) take per request, measured in this process. */
+function metricsNsPerRequest(): number {
+  const record = requestRecorder('benchProbe', 'GET', 'rest');
+  const round = (n: number) => {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) record(i % 50 === 0 ? 404 : 200, 0.001 + (i % 7) * 0.003);
+    return Number(process.hrtime.bigint() - started) / n;
+  };
+  round(200_000); // warm-up: JIT
+  const samples = [round(500_000), round(500_000), round(500_000)].sort((a, b) => a - b);
+  return Math.round(samples[1] ?? 0);
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+async function main() {
+  try {
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  } catch (error) {
+    // Type errors elsewhere in the tree still emit JavaScript; without a server there is no run.
+    if (!existsSync(SERVER)) throw error;
+    console.error('The build reported errors; measuring the JavaScript it emitted.');
+  }
+  const collector = await startCollector();
+  const servers: Server[] = [];
+  const runs: Run[] = [];
+  try {
+    servers.push(await startServer('off', collector.url), await startServer('on', collector.url));
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternating order: a machine whose speed drifts favours neither mode.
+      const order = round % 2 === 0 ? servers : [...servers].reverse();
+      for (const scenario of ['row-read', 'comment-write'] as const) {
+        for (const server of order) runs.push(await load(server, scenario));
+      }
+    }
+  } finally {
+    for (const server of servers) {
+      server.child.kill('SIGTERM');
+      await new Promise((resolve) => {
+        if (server.child.exitCode !== null) return resolve(null);
+        server.child.once('exit', resolve);
+        setTimeout(resolve, 20_000).unref();
+      });
+      await server.cleanUp();
+    }
+    await collector.close();
+  }
+
+  const db = process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite';
+  console.log(
+    `\n${db}, ${CONNECTIONS} connections, ${SECONDS} s each, ${ROUNDS} rounds, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${new Date().toISOString().slice(0, 10)}`,
+  );
+  console.log(`OTLP exports received by the collector stand-in: ${collector.exports()}\n`);
+  console.log('| scenario | tracing | round | req/s | p50 ms | p99 ms | server CPU µs/req | errors |');
+  console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const scenario of ['row-read', 'comment-write'] as const) {
+    for (const mode of ['off', 'on'] as const) {
+      runs
+        .filter((r) => r.scenario === scenario && r.mode === mode)
+        .forEach((r, i) => {
+          console.log(
+            `| ${scenario} | ${mode} | ${i + 1} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.cpuUs ?? ''} | ${r.errors} |`,
+          );
+        });
+    }
+  }
+  console.log(
+    '\n| scenario | median req/s off | median req/s on | on/off | median p99 off | median p99 on | CPU µs/req off | on |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  const offCpu: number[] = [];
+  for (const scenario of ['row-read', 'comment-write'] as const) {
+    const of = (mode: Mode) => runs.filter((r) => r.scenario === scenario && r.mode === mode);
+    const [off, on] = [of('off'), of('on')];
+    const rps = (list: Run[]) => median(list.map((r) => r.rps));
+    const p99 = (list: Run[]) => median(list.map((r) => r.p99));
+    const cpu = (list: Run[]) => median(list.map((r) => r.cpuUs ?? 0));
+    offCpu.push(cpu(off));
+    const ratio = rps(off) ? Math.round((rps(on) / rps(off)) * 1000) / 10 : 0;
+    console.log(
+      `| ${scenario} | ${rps(off)} | ${rps(on)} | ${ratio} % | ${p99(off)} | ${p99(on)} | ${cpu(off)} | ${cpu(on)} |`,
+    );
+  }
+  const ns = metricsNsPerRequest();
+  const shares = offCpu.map((us) => (us ? `${Math.round((ns / (us * 1000)) * 10_000) / 100} %` : 'n/a'));
+  console.log(
+    `\nMetrics per request (counter + histogram), measured apart: ${ns} ns, ` +
+      `${shares[0]} of the row read's server CPU and ${shares[1]} of the comment write's (tracing off).`,
+  );
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
