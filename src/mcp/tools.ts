@@ -8,6 +8,7 @@ import { DomainError } from '../domain/errors.js';
 import { allows } from '../domain/scopes.js';
 import type { AuthContext } from '../http/auth.js';
 import { fromValidation } from '../http/errors.js';
+import { lazyValidator, type Validate } from '../http/lazy-compile.js';
 import { type Operation, toolName, WithStatus } from '../operations/registry.js';
 import { addLowerCaseKeyword } from '../operations/schemas.js';
 
@@ -28,7 +29,7 @@ export interface ToolDefinition {
 
 interface Part {
   name: 'params' | 'query' | 'body';
-  validate: ValidateFunction;
+  validate: Validate<ValidateFunction['errors']>;
   /** The input keys this part takes; for a body nested under `body`, the one key. */
   keys: string[];
   nested: boolean;
@@ -58,6 +59,7 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
   });
   addFormats.default(ajv);
   addLowerCaseKeyword(ajv);
+  const compiledOnFirstUse = (schema: TSchema) => lazyValidator(() => ajv.compile(plain(schema)));
   const tools = new Map<string, Tool>();
   for (const op of operations) {
     const params = propertiesOf(op.params);
@@ -69,14 +71,14 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
     if (op.params)
       parts.push({
         name: 'params',
-        validate: ajv.compile(plain(op.params)),
+        validate: compiledOnFirstUse(op.params),
         keys: Object.keys(params.properties),
         nested: false,
       });
     if (op.query)
       parts.push({
         name: 'query',
-        validate: ajv.compile(plain(op.query)),
+        validate: compiledOnFirstUse(op.query),
         keys: Object.keys(query.properties),
         nested: false,
       });
@@ -92,7 +94,7 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
       }
       parts.push({
         name: 'body',
-        validate: ajv.compile(plain(op.body)),
+        validate: compiledOnFirstUse(op.body),
         keys: collides ? ['body'] : Object.keys(body.properties),
         nested: collides,
       });
