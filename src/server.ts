@@ -26,11 +26,11 @@ import { type AuthContext, type Authenticator, createAuthenticator, presentedKey
 import { registerBodyDeadline } from './http/body-deadline.js';
 import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
-import { lazySerializers, lazyValidator } from './http/lazy-compile.js';
 import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
 import { registerHeaderAnswers } from './http/header-answers.js';
 import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
+import { lazySerializers, lazyValidator } from './http/lazy-compile.js';
 import { type Limiter, registerRateLimit } from './http/rate-limit.js';
 import { registerUnreadBody } from './http/unread-body.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
