@@ -302,7 +302,9 @@ describe('chat', () => {
     child.stdin.end('What is your refund policy?\n');
     expect(await code, stderr).toBe(0);
     expect(stdout).toBe(
-      `Refunds are processed within 14 days of receiving the returned item.\nSources:\n  [1] Refund policy — document ${documentId}\n`,
+      '> What is your refund policy?\n' +
+        'Refunds are processed within 14 days of receiving the returned item.\n' +
+        `Sources:\n  [1] Refund policy — document ${documentId}\n\n`,
     );
     expect(stderr).toMatch(/^conversation [0-9a-f-]{36}\n$/);
   });

@@ -111,8 +111,11 @@ async function chat(inv: Invocation): Promise<number> {
           ...(state.conversationId ? { conversation_id: state.conversationId } : {}),
           ...(agentId ? { agent_id: agentId } : {}),
         };
+        // Piped in, the question is echoed so the output reads as a transcript.
+        if (!inv.io.interactive && !inv.json) inv.io.out.write(`> ${content}\n`);
         // A refused message (a wrong --agent, a turn limit) or a broken stream throws: the chat ends.
         if (!(await turn(inv, client.streamMessage(body), state, cache))) failed = true;
+        if (!inv.json) inv.io.out.write('\n');
       }
       prompt();
     }
