@@ -185,7 +185,8 @@ describe('timeouts', () => {
 
   it('a stream that sends nothing for timeoutMs throws WorkspaceTimeoutError; keep-alives hold it open', async () => {
     const { key } = await t.tenant();
-    const ws = createWorkspaceClient({ baseUrl: gateway.url, apiKey: key, timeoutMs: 500 });
+    // Long enough for the turn to start on a busy machine, far shorter than the silence that follows.
+    const ws = createWorkspaceClient({ baseUrl: gateway.url, apiKey: key, timeoutMs: 5000 });
     const body = {
       content: 'please get_order',
       client_functions: [{ name: 'get_order', parameters: { type: 'object', properties: {} } }],
@@ -201,15 +202,15 @@ describe('timeouts', () => {
     expect(seen.at(-1)?.event).toBe('function_call');
 
     // With keep-alives more often than the timeout, the same wait does not time out.
-    const beating = await startTestApp({ CLIENT_FUNCTION_TIMEOUT_MS: '1500', SSE_HEARTBEAT_MS: '100' });
+    const beating = await startTestApp({ CLIENT_FUNCTION_TIMEOUT_MS: '6000', SSE_HEARTBEAT_MS: '100' });
     try {
       const tenant = await beating.tenant();
       const base = await beating.app.listen({ port: 0, host: '127.0.0.1' });
-      const kept = createWorkspaceClient({ baseUrl: base, apiKey: tenant.key, timeoutMs: 500 });
+      const kept = createWorkspaceClient({ baseUrl: base, apiKey: tenant.key, timeoutMs: 3000 });
       const last = await kept.streamMessage(body).finalMessage();
       expect(last).toMatchObject({ status: 'FAILED', error: { code: 'client_timeout' } });
     } finally {
       await beating.close();
     }
-  });
+  }, 120_000);
 });

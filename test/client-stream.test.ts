@@ -146,9 +146,20 @@ describe('refusals and failures', () => {
 
     // Retried after Retry-After: the place frees once the first turn has its result.
     const reasons: string[] = [];
-    const retrying = createWorkspaceClient({ baseUrl: base, apiKey: key, onRetry: (r) => reasons.push(r.reason) });
+    let waiting: () => void = () => undefined;
+    const refusedOnce = new Promise<void>((resolve) => {
+      waiting = resolve;
+    });
+    const retrying = createWorkspaceClient({
+      baseUrl: base,
+      apiKey: key,
+      onRetry: (r) => {
+        reasons.push(r.reason);
+        waiting();
+      },
+    });
     const second = collect(retrying.streamMessage({ content: 'Hi' }));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await refusedOnce;
     await ws.post('/api/v1/messages/{message_id}/function-results', {
       params: { path: { message_id: call.data.message_id } },
       body: { results: [{ call_id: call.data.call_id, output: 'ok' }] },

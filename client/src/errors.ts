@@ -112,8 +112,8 @@ export class WorkspaceConnectionError extends WorkspaceApiError {
 export class WorkspaceTimeoutError extends WorkspaceApiError {
   override readonly name: string = 'WorkspaceTimeoutError';
   readonly timeoutMs: number;
-  constructor(url: string, timeoutMs: number, what = 'an answer') {
-    super(0, local('timeout', `No ${what} from ${originOf(url)} within ${timeoutMs} ms (timeoutMs)`));
+  constructor(url: string, timeoutMs: number) {
+    super(0, local('timeout', `Nothing heard from ${originOf(url)} for ${timeoutMs} ms (timeoutMs)`));
     this.timeoutMs = timeoutMs;
   }
 }
