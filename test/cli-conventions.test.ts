@@ -61,7 +61,7 @@ describe('the binary', { timeout: 180_000 }, () => {
   });
 });
 
-describe('help', () => {
+describe('help', { timeout: 180_000 }, () => {
   it("keys create --help prints that command's usage, flags and an example, not the global help", async () => {
     const result = await run(['keys', 'create', '--help']);
     expect(result.code).toBe(0);
@@ -94,7 +94,7 @@ describe('help', () => {
   });
 });
 
-describe('exit codes and errors', () => {
+describe('exit codes and errors', { timeout: 180_000 }, () => {
   it('usage errors exit 2 and say what is wrong: unknown command, subcommand, flag, a missing argument, a bad value', async () => {
     const cases: [string[], string][] = [
       [['frobnicate'], 'Unknown command "frobnicate".'],
@@ -154,7 +154,7 @@ describe('exit codes and errors', () => {
   });
 });
 
-describe('keys create --expires-at', () => {
+describe('keys create --expires-at', { timeout: 180_000 }, () => {
   it('takes a plain date as the start of that day in UTC, and a timestamp with its offset', async () => {
     const { tenantId } = await t.tenant();
     const byDate = await run([
@@ -210,7 +210,7 @@ describe('keys create --expires-at', () => {
   });
 });
 
-describe('keys revoke', () => {
+describe('keys revoke', { timeout: 180_000 }, () => {
   async function activeKey() {
     const { tenantId } = await t.tenant();
     await t.key(tenantId, ['apps:read']);

@@ -55,7 +55,7 @@ const handbook = {
   '.draft.md': '# Hidden',
 };
 
-describe('documents import', () => {
+describe('documents import', { timeout: 180_000 }, () => {
   it('imports Markdown, HTML and text files recursively into a manual source it creates by name, with a summary', async () => {
     const { key } = await t.tenant(['knowledge:write']);
     const root = folder(handbook);
@@ -195,7 +195,7 @@ describe('documents import', () => {
           ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
         });
         // Held a moment, so requests sent together overlap here.
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        await new Promise((resolve) => setTimeout(resolve, 300));
         res.writeHead(answer.status, { 'content-type': 'application/json' });
         res.end(Buffer.from(await answer.arrayBuffer()));
       } finally {
@@ -218,7 +218,7 @@ describe('documents import', () => {
   });
 });
 
-describe('chat', () => {
+describe('chat', { timeout: 180_000 }, () => {
   async function workspaceWithKnowledge() {
     const { key } = await t.tenant();
     const document = await t.call({
