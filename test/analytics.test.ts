@@ -307,6 +307,21 @@ describe('dashboard analytics', () => {
           median_first_response_seconds: 6,
         },
       ],
+      // These conversations were written without turns, so no trace: no model usage.
+      usage: {
+        turns: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost: null,
+        series: ['2024-03-01', '2024-03-02', '2024-03-03'].map((date) => ({
+          date,
+          turns: 0,
+          input_tokens: 0,
+          output_tokens: 0,
+          cost: null,
+        })),
+        by_agent: [],
+      },
     });
   });
 

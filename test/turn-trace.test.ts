@@ -359,3 +359,59 @@ describe('the trace of an openai turn', () => {
     expect(text).not.toContain(API_KEY);
   });
 });
+
+describe('the dashboard report', () => {
+  it('sums the tokens and cost of the traces per day and per agent, with the report filters', async () => {
+    const { key } = await openai.tenant();
+    const agent = (name: string) => openai.call({ method: 'POST', url: '/api/v1/agents', key, body: { name } });
+    const alpha = (await agent('Alpha')).body;
+    const beta = (await agent('Beta')).body;
+    queue.push(
+      streamedText('One.', { prompt_tokens: 1000, completion_tokens: 100 }),
+      streamedText('Two.', { prompt_tokens: 2000, completion_tokens: 200 }),
+      streamedText('Three.', { prompt_tokens: 4000, completion_tokens: 400 }),
+    );
+    await send(openai, key, { content: 'first', agent_id: alpha.id });
+    await send(openai, key, { content: 'second', agent_id: alpha.id });
+    await send(openai, key, { content: 'third', agent_id: beta.id });
+    const report = await openai.call({
+      method: 'POST',
+      url: '/api/v1/analytics/dashboard',
+      key,
+      body: { report_type: 'last_7_days' },
+    });
+    expect(report.status).toBe(200);
+    const { usage } = report.body;
+    // 7 000 input tokens at 0.5 per 1 000, 700 output at 2 per 1 000.
+    expect(usage).toMatchObject({ turns: 3, input_tokens: 7000, output_tokens: 700, cost: 4.9 });
+    expect(usage.series).toHaveLength(7);
+    expect(usage.series.at(-1)).toEqual({
+      date: report.body.end_date,
+      turns: 3,
+      input_tokens: 7000,
+      output_tokens: 700,
+      cost: 4.9,
+    });
+    expect(usage.series[0]).toMatchObject({ turns: 0, input_tokens: 0, cost: null });
+    expect(usage.by_agent).toEqual([
+      { agent_id: beta.id, agent_name: 'Beta', turns: 1, input_tokens: 4000, output_tokens: 400, cost: 2.8 },
+      { agent_id: alpha.id, agent_name: 'Alpha', turns: 2, input_tokens: 3000, output_tokens: 300, cost: 2.1 },
+    ]);
+
+    const filtered = await openai.call({
+      method: 'POST',
+      url: '/api/v1/analytics/dashboard',
+      key,
+      body: { report_type: 'last_7_days', agent_name: 'alpha' },
+    });
+    expect(filtered.body.usage).toMatchObject({ turns: 2, input_tokens: 3000, output_tokens: 300, cost: 2.1 });
+    const stranger = await openai.tenant();
+    const theirs = await openai.call({
+      method: 'POST',
+      url: '/api/v1/analytics/dashboard',
+      key: stranger.key,
+      body: { report_type: 'last_7_days' },
+    });
+    expect(theirs.body.usage).toMatchObject({ turns: 0, input_tokens: 0, cost: null, by_agent: [] });
+  });
+});

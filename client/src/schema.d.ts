@@ -1047,7 +1047,7 @@ export interface paths {
         put?: never;
         /**
          * MCP JSON-RPC (Streamable HTTP)
-         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON. Tools run under the scopes of the key sent.
+         * @description MCP JSON-RPC requests, notifications and (protocol 2025-03-26) batches: initialize, ping, tools/list, tools/call. Stateless; answers are JSON (Server-Sent Events for a client whose Accept prefers them). The key goes in X-API-Key or as `Authorization: Bearer <key>`; tools run under its scopes.
          */
         post: operations["mcpPost"];
         delete?: never;
@@ -3424,6 +3424,40 @@ export interface operations {
                         }[];
                         /** @description First UTC day of the report. */
                         start_date: string;
+                        /** @description Model usage from the turns' traces (GET /messages/{id}/trace): a turn counts on the UTC day it started, for the agent that ran it. The built-in provider runs no model: its turns count 0 tokens. */
+                        usage: {
+                            /** @description Per agent that ran turns in the range, most tokens first. */
+                            by_agent: {
+                                agent_id: string | null;
+                                agent_name: string | null;
+                                cost: number | null;
+                                /** @description Input tokens of their provider calls, from the provider's `usage`. */
+                                input_tokens: number;
+                                /** @description Output tokens of their provider calls, from the provider's `usage`. */
+                                output_tokens: number;
+                                /** @description Agent turns that started in the range (or that day, or by that agent). */
+                                turns: number;
+                            }[];
+                            cost: number | null;
+                            /** @description Input tokens of their provider calls, from the provider's `usage`. */
+                            input_tokens: number;
+                            /** @description Output tokens of their provider calls, from the provider's `usage`. */
+                            output_tokens: number;
+                            /** @description One entry per day of the range, zero-filled. */
+                            series: {
+                                cost: number | null;
+                                /** @description A UTC day, YYYY-MM-DD. */
+                                date: string;
+                                /** @description Input tokens of their provider calls, from the provider's `usage`. */
+                                input_tokens: number;
+                                /** @description Output tokens of their provider calls, from the provider's `usage`. */
+                                output_tokens: number;
+                                /** @description Agent turns that started in the range (or that day, or by that agent). */
+                                turns: number;
+                            }[];
+                            /** @description Agent turns that started in the range (or that day, or by that agent). */
+                            turns: number;
+                        };
                     };
                 };
             };
@@ -6657,7 +6691,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The request's JSON-RPC answer, or the array of a batch's answers. */
+            /** @description The request's JSON-RPC answer, or the array of a batch's answers; for a client whose Accept ranks `text/event-stream` above JSON, the same as Server-Sent Events, one `message` event per answer. */
             200: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
@@ -6695,6 +6729,7 @@ export interface operations {
                             [key: string]: unknown;
                         };
                     }[];
+                    "text/event-stream": string;
                 };
             };
             /** @description Only notifications or responses were sent: accepted, no body. */
@@ -6724,7 +6759,7 @@ export interface operations {
             };
             401: components["responses"]["Error401"];
             403: components["responses"]["Error403"];
-            /** @description Accept lists not both application/json and text/event-stream: a JSON-RPC error, -32000. */
+            /** @description Accept takes neither application/json nor text/event-stream: a JSON-RPC error, -32000. */
             406: {
                 headers: {
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];

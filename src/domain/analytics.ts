@@ -12,6 +12,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { HeavyQueries } from '../db/heavy-queries.js';
 import { startsWithCalendarDate } from '../lib/time.js';
+import { type UsageReport, usageReport } from './analytics-usage.js';
 import { isCustomerConversation } from './conversations.js';
 import { DomainError, MissingParameterError, ValidationError } from './errors.js';
 import { tooManyHeavyQueries } from './text-search.js';
@@ -73,6 +74,8 @@ export interface DashboardReport {
   filters: { user_type: string | null; agent_name: string | null; organization: string | null; tab: string | null };
   metrics: DashboardMetrics;
   series: DashboardDay[];
+  /** Model tokens and cost from the turns' traces, per day and per agent (./analytics-usage.ts). */
+  usage: UsageReport;
 }
 
 const DAY_MS = 86_400_000;
@@ -263,11 +266,18 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
   return {
     async dashboard(tenantId: string, input: DashboardInput): Promise<DashboardReport> {
       const { start, end } = resolveRange(input, now());
-      const rows = await heavy.run(
-        tenantId,
-        limit,
-        async (trx) => (await reportQuery(tenantId, input, start, end).execute(trx)).rows,
-      );
+      const { rows, usage } = await heavy.run(tenantId, limit, async (trx) => {
+        const { rows } = await reportQuery(tenantId, input, start, end).execute(trx);
+        return {
+          rows,
+          usage: await usageReport(
+            trx,
+            tenantId,
+            input,
+            rows.map((r) => r.date),
+          ),
+        };
+      });
       const sum = (pick: (row: SeriesRow) => number) => rows.reduce((n, row) => n + Number(pick(row)), 0);
       const conversations = sum((r) => r.conversations);
       const resolved = sum((r) => r.resolved);
@@ -306,6 +316,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
           knowledge_gaps_opened: Number(r.gaps),
           median_first_response_seconds: seconds(r.median_seconds),
         })),
+        usage,
       };
     },
   };

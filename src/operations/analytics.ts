@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { REPORT_TYPES } from '../domain/analytics.js';
 import { defineOperation } from './registry.js';
-import { Nullable } from './schemas.js';
+import { Nullable, Uuid } from './schemas.js';
 
 const DateString = (description: string) =>
   Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: `${description} (YYYY-MM-DD, UTC).` });
@@ -45,6 +45,37 @@ const Day = Type.Object({
   median_first_response_seconds: Nullable(Type.Number()),
 });
 
+const usageFields = {
+  turns: Type.Integer({ description: 'Agent turns that started in the range (or that day, or by that agent).' }),
+  input_tokens: Type.Integer({ description: "Input tokens of their provider calls, from the provider's `usage`." }),
+  output_tokens: Type.Integer({ description: "Output tokens of their provider calls, from the provider's `usage`." }),
+  cost: Nullable(
+    Type.Number({ description: 'The cost of the calls whose model MODEL_PRICES prices; null when none is priced.' }),
+  ),
+};
+
+const Usage = Type.Object(
+  {
+    ...usageFields,
+    series: Type.Array(Type.Object({ date: Type.String({ description: 'A UTC day, YYYY-MM-DD.' }), ...usageFields }), {
+      description: 'One entry per day of the range, zero-filled.',
+    }),
+    by_agent: Type.Array(
+      Type.Object({
+        agent_id: Nullable(Uuid),
+        agent_name: Nullable(Type.String()),
+        ...usageFields,
+      }),
+      { description: 'Per agent that ran turns in the range, most tokens first.' },
+    ),
+  },
+  {
+    description:
+      "Model usage from the turns' traces (GET /messages/{id}/trace): a turn counts on the UTC day it started, " +
+      'for the agent that ran it. The built-in provider runs no model: its turns count 0 tokens.',
+  },
+);
+
 const Report = Type.Object(
   {
     object: Type.Literal('analytics_report'),
@@ -59,6 +90,7 @@ const Report = Type.Object(
     }),
     metrics: Metrics,
     series: Type.Array(Day, { description: 'One entry per day of the range, zero-filled.' }),
+    usage: Usage,
   },
   { title: 'AnalyticsReport' },
 );
