@@ -210,6 +210,14 @@ describe('Accept', () => {
     },
   );
 
+  it('a request with no Accept header at all gets JSON', async () => {
+    // fetch sends `Accept: */*` when none is given; an injected request sends none.
+    const r = await t.call({ method: 'POST', url: '/api/v1/mcp', key, body: listApps });
+    expect(r.status).toBe(200);
+    expect(String(r.headers['content-type'])).toMatch(/^application\/json/);
+    expect(r.body).toMatchObject({ jsonrpc: '2.0', id: 2, result: { structuredContent: { object: 'list' } } });
+  });
+
   it('a client that ranks the stream first gets the same answers as Server-Sent Events, one message event each', async () => {
     for (const accept of ['text/event-stream', 'application/json;q=0.5, text/event-stream']) {
       for (const message of [listApps, listTools, [listTools, listApps]]) {
