@@ -95,6 +95,13 @@ export interface Config {
   searchMaxConcurrent: number;
   /** Custom data sources one workspace may hold, each a table (CUSTOM_DATA_SOURCES_MAX). */
   customDataSourcesMax: number;
+  /** An OpenAI-compatible embeddings API root (EMBEDDINGS_BASE_URL); unset: retrieval is lexical only. */
+  embeddingsBaseUrl: string | undefined;
+  embeddingsApiKey: string | undefined;
+  /** The embeddings model (EMBEDDINGS_MODEL), required with EMBEDDINGS_BASE_URL. */
+  embeddingsModel: string | undefined;
+  /** How long one call to the embeddings server may take (EMBEDDINGS_TIMEOUT_MS). */
+  embeddingsTimeoutMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -240,6 +247,13 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const webhookConcurrency = int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256);
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const embeddingsBaseUrl = url(env, 'EMBEDDINGS_BASE_URL', ['http:', 'https:']);
+  const embeddingsModel = str(env, 'EMBEDDINGS_MODEL');
+  if (embeddingsBaseUrl !== undefined && embeddingsModel === undefined) {
+    throw new ConfigError(
+      'EMBEDDINGS_MODEL must be set with EMBEDDINGS_BASE_URL: name the embeddings model to ask for',
+    );
+  }
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -296,6 +310,10 @@ export function loadConfig(env: Env = process.env): Config {
     searchTimeoutMs: int(env, 'SEARCH_TIMEOUT_MS', 5_000, 1, 600_000),
     searchMaxConcurrent: int(env, 'SEARCH_MAX_CONCURRENT', databaseUrl ? 5 : 1, 1, 1000),
     customDataSourcesMax: int(env, 'CUSTOM_DATA_SOURCES_MAX', 100, 1, 100_000),
+    embeddingsBaseUrl,
+    embeddingsApiKey: str(env, 'EMBEDDINGS_API_KEY'),
+    embeddingsModel,
+    embeddingsTimeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 600_000),
     logLevel: logLevel as Config['logLevel'],
   };
 }

@@ -18,6 +18,7 @@ import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token
 import { jobsDueByKind } from './migrations/0013-jobs-due-by-kind.js';
 import { jobsFollowUp } from './migrations/0014-jobs-follow-up.js';
 import { messageTraces } from './migrations/0015-message-traces.js';
+import { passageEmbeddings } from './migrations/0017-passage-embeddings.js';
 import type { Database } from './schema.js';
 
 export interface Migration {
@@ -41,6 +42,7 @@ export const MIGRATIONS: Migration[] = [
   jobsDueByKind,
   jobsFollowUp,
   messageTraces,
+  passageEmbeddings,
 ];
 
 /** `stage`, if given, shows the migrations as a stage of the start when there are any to run. */

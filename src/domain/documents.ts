@@ -10,6 +10,7 @@ import type { Database } from '../db/schema.js';
 import { newId } from '../lib/ids.js';
 import { characterCount } from '../lib/text.js';
 import { iso } from '../lib/time.js';
+import type { PassagesWritten } from './embeddings/index.js';
 import {
   ConflictError,
   checkBulkItems,
@@ -189,7 +190,22 @@ const contentHash = (title: string, content: string) =>
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
 
-export function createDocumentService({ db, search }: { db: Db; search: SearchRunner }) {
+export function createDocumentService({
+  db,
+  search,
+  passagesWritten,
+}: {
+  db: Db;
+  search: SearchRunner;
+  /** Told, in the writing transaction, of documents whose passages changed (to embed them). */
+  passagesWritten?: PassagesWritten | undefined;
+}) {
+  const written = (executor: Executor, tenantId: string, documentIds: string[]) =>
+    passagesWritten && documentIds.length > 0 ? passagesWritten(executor, tenantId, documentIds) : Promise.resolve();
+  /** `write` in a transaction when something must be told of it in the same one. */
+  const writing = <T>(write: (executor: Executor) => Promise<T>): Promise<T> =>
+    passagesWritten ? db.transaction().execute(write) : write(db);
+
   /** A body `source_id` must name a manual source of the tenant: website pages come from their crawl. */
   async function checkManualSource(executor: Executor, tenantId: string, sourceId: string): Promise<void> {
     const source = await executor
@@ -226,6 +242,7 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
         })
         .returning(DOCUMENT_COLUMNS)
         .executeTakeFirstOrThrow();
+      await written(executor, tenantId, [row.id]);
       return toDocumentRecord(row);
     } catch (error) {
       if (isUniqueViolation(error)) {
@@ -256,7 +273,7 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
         throw new ValidationError('page_id', `page_id must not pass ${MAX_PAGE_ID_LENGTH} bytes in UTF-8.`);
       }
       if (input.source_id !== undefined) await checkManualSource(db, tenantId, input.source_id);
-      return insertDocument(db, tenantId, input);
+      return writing((executor) => insertDocument(executor, tenantId, input));
     },
 
     async list(
@@ -387,20 +404,24 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
         throw new ConflictError(`The document itself is in '${language}'.`, 'language');
       }
       try {
-        const row = await db
-          .insertInto('document_translations')
-          .values({
-            id: newId(),
-            tenant_id: tenantId,
-            document_id: documentId,
-            language,
-            title: input.title,
-            content: input.content,
-            related_questions: input.related_questions ?? '',
-            search_config: searchConfigFor(language),
-          })
-          .returning(TRANSLATION_COLUMNS)
-          .executeTakeFirstOrThrow();
+        const row = await writing(async (executor) => {
+          const inserted = await executor
+            .insertInto('document_translations')
+            .values({
+              id: newId(),
+              tenant_id: tenantId,
+              document_id: documentId,
+              language,
+              title: input.title,
+              content: input.content,
+              related_questions: input.related_questions ?? '',
+              search_config: searchConfigFor(language),
+            })
+            .returning(TRANSLATION_COLUMNS)
+            .executeTakeFirstOrThrow();
+          await written(executor, tenantId, [documentId]);
+          return inserted;
+        });
         return toTranslationRecord(row);
       } catch (error) {
         if (isUniqueViolation(error)) {
@@ -466,6 +487,7 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
         .where('id', '=', documentId)
         .returning(DOCUMENT_COLUMNS)
         .executeTakeFirstOrThrow();
+      await written(trx, tenantId, [documentId]);
       return toDocumentRecord(row);
     },
 
@@ -518,6 +540,7 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
               .where('tenant_id', '=', tenantId)
               .where('id', '=', current.id)
               .execute();
+            await written(trx, tenantId, [current.id]);
             result.updated++;
           } else {
             result.unchanged++;
@@ -542,13 +565,21 @@ export function createDocumentService({ db, search }: { db: Db; search: SearchRu
 
     /** Re-indexes a source's documents: each is analysed again with its language's configuration. */
     async reindexSource(tenantId: string, sourceId: string): Promise<number> {
-      const result = await db
-        .updateTable('documents')
-        .set({ search_config: searchConfigSql('language') })
-        .where('tenant_id', '=', tenantId)
-        .where('source_id', '=', sourceId)
-        .executeTakeFirst();
-      return Number(result.numUpdatedRows);
+      return writing(async (executor) => {
+        const rows = await executor
+          .updateTable('documents')
+          .set({ search_config: searchConfigSql('language') })
+          .where('tenant_id', '=', tenantId)
+          .where('source_id', '=', sourceId)
+          .returning('id')
+          .execute();
+        await written(
+          executor,
+          tenantId,
+          rows.map((row) => row.id),
+        );
+        return rows.length;
+      });
     },
   };
 }

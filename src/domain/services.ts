@@ -11,6 +11,7 @@ import { createCoverageService } from './coverage/index.js';
 import { createLlmJudge } from './coverage/judge.js';
 import { createCustomDataSourceService } from './custom-data-sources.js';
 import { createDocumentService } from './documents.js';
+import { createSemanticRetrieval } from './embeddings/index.js';
 import { createEventEmitter } from './events.js';
 import { createKnowledgeGapService } from './knowledge-gaps.js';
 import { RELEVANT_RANK, searchKnowledge } from './knowledge-search.js';
@@ -48,7 +49,9 @@ export function createServices({
   const knowledgeLimit = knowledgeSearchLimit(config.searchTimeoutMs);
   const boundedSearchKnowledge = (tenantId: string, query: string, options?: Parameters<typeof searchKnowledge>[3]) =>
     heavy.run(tenantId, knowledgeLimit, (trx) => searchKnowledge(trx, tenantId, query, options));
-  const documents = createDocumentService({ db, search });
+  // Semantic retrieval when an embeddings model is configured (src/domain/embeddings/).
+  const semantic = createSemanticRetrieval({ db, jobs, config });
+  const documents = createDocumentService({ db, search, passagesWritten: semantic.passagesWritten });
   const customDataSources = createCustomDataSourceService({
     db,
     search,
@@ -73,6 +76,7 @@ export function createServices({
       secrets,
     }),
     documents,
+    semantic,
     sources: createSourceService({
       db,
       jobs,
