@@ -161,6 +161,11 @@ describe('the kind of a write', () => {
     for (const id of ['listApps', 'getApp', 'getDashboardAnalytics', 'syncSource', 'replayWebhookDelivery']) {
       expect(kindOf(id), id).toBeUndefined();
     }
+    // POSTs whose entry says what they write.
+    expect(kindOf('commitAppFiles')).toBe('create');
+    for (const id of ['addUserPermissions', 'rotateWebhookSecret', 'reviewKnowledgeUpdateRequest']) {
+      expect(kindOf(id), id).toBe('update');
+    }
     expect(writeKind({ method: 'POST', writes: 'update' })).toBe('update');
     expect(writeKind({ method: 'DELETE', writes: false })).toBeUndefined();
   });

@@ -89,13 +89,13 @@ export const ERROR_CATALOGUE: Record<ErrorCode, { status: number; type: ErrorTyp
     status: 500,
     type: 'api_error',
     condition:
-      'A create (a POST that makes a resource, over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request (a 500 is not kept under its Idempotency-Key); if it keeps failing, report the `event_id`.',
+      'A create (a POST that makes a resource, an app commit among them; over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request (a 500 is not kept under its Idempotency-Key); if it keeps failing, report the `event_id`.',
   },
   update_failed: {
     status: 500,
     type: 'api_error',
     condition:
-      'An update (PUT or PATCH, over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request; if it keeps failing, report the `event_id`.',
+      'An update (PUT, PATCH, or a POST that changes a resource: permissions added, a webhook secret rotated, a knowledge update request reviewed, resolved or applied; over REST or MCP) failed on the server, not because of the request: an unexpected database or server error, or a statement that ran too long. It was logged under `event_id`. Retry the same request; if it keeps failing, report the `event_id`.',
   },
   deletion_failed: {
     status: 500,

@@ -136,6 +136,7 @@ export const appOperations = [
   defineOperation({
     id: 'commitAppFiles',
     method: 'POST',
+    writes: 'create',
     path: '/api/v1/apps/:name/commits',
     scope: 'apps:write',
     largeBody: true,

@@ -71,6 +71,7 @@ export const knowledgeGapOperations = [
   defineOperation({
     id: 'reviewKnowledgeUpdateRequest',
     method: 'POST',
+    writes: 'update',
     path: '/api/v1/knowledge-update-requests/:knowledge_update_request_id/review',
     scope: 'knowledge:write',
     tag: TAG,
@@ -95,6 +96,7 @@ export const knowledgeGapOperations = [
   defineOperation({
     id: 'resolveKnowledgeUpdateRequest',
     method: 'POST',
+    writes: 'update',
     path: '/api/v1/knowledge-update-requests/:knowledge_update_request_id/resolve',
     scope: 'knowledge:write',
     tag: TAG,
@@ -111,6 +113,7 @@ export const knowledgeGapOperations = [
   defineOperation({
     id: 'applyKnowledgeUpdateRequest',
     method: 'POST',
+    writes: 'update',
     path: '/api/v1/knowledge-update-requests/:knowledge_update_request_id/apply',
     scope: 'knowledge:write',
     tag: TAG,

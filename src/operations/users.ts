@@ -119,6 +119,7 @@ export const userOperations = [
   defineOperation({
     id: 'addUserPermissions',
     method: 'POST',
+    writes: 'update',
     path: '/api/v1/users/:user_id/permissions',
     scope: 'accounts:write',
     tag: 'Users',

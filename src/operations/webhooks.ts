@@ -171,6 +171,7 @@ export const webhookOperations = [
   defineOperation({
     id: 'rotateWebhookSecret',
     method: 'POST',
+    writes: 'update',
     path: '/api/v1/webhook-endpoints/:endpoint_id/rotate-secret',
     scope: 'webhooks:write',
     tag: 'Webhooks',
