@@ -78,8 +78,15 @@ export interface WorkspaceClientOptions extends TransportOptions {
 
 type Method = Extract<HttpMethod, 'get' | 'post' | 'put' | 'patch' | 'delete'>;
 type JsonMedia = `${string}/json`;
+/** What every call takes besides openapi-fetch's own options (`signal` among them). */
+export interface CallOptions {
+  /** This call's timeout per attempt, in place of the client's `timeoutMs`. */
+  timeoutMs?: number;
+}
 type InitArgs<Init> =
-  RequiredKeysOf<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
+  RequiredKeysOf<Init> extends never
+    ? [(Init & CallOptions & { [key: string]: unknown })?]
+    : [Init & CallOptions & { [key: string]: unknown }];
 /**
  * The success body of `method path`, as JSON. (A message turn asked for `text/event-stream`
  * through these methods is read to its end and answers the `done` event's message; read its

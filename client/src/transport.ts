@@ -71,6 +71,9 @@ export function backoffMs(attempt: number, random = Math.random): number {
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
+/** Statuses a Response may not be given a body for (the Fetch standard's null body statuses). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
 const asksForStream = (request: Request) => /text\/event-stream/i.test(request.headers.get('accept') ?? '');
 
 /**
@@ -146,7 +149,7 @@ async function attemptOnce(base: FetchLike, request: Request, signal: AbortSigna
     if (!asksForStream(request) || !response.body || !response.ok) {
       const body = await response.arrayBuffer();
       settle();
-      return new Response(response.status === 204 || response.status === 304 ? null : body, {
+      return new Response(NULL_BODY_STATUSES.has(response.status) ? null : body, {
         status: response.status,
         statusText: response.statusText,
         headers: response.headers,
