@@ -10,6 +10,7 @@ import {
   WorkspaceApiError,
   WorkspaceStreamError,
 } from '../client/src/index.js';
+import { readSseFrames } from '../client/src/sse.js';
 import { UNKNOWN_ANSWER } from '../src/agent/builtin-provider.js';
 import { startGateway } from './client-gateway.js';
 import { startTestApp, type TestApp } from './helpers.js';
@@ -236,5 +237,32 @@ describe('the JSON methods asked for a stream', () => {
       headers: { Accept: 'text/event-stream' },
     });
     expect(message).toMatchObject({ object: 'message', status: 'COMPLETED', content: UNKNOWN_ANSWER });
+  });
+});
+
+describe('event stream framing', () => {
+  async function frames(text: string, cuts: number[]) {
+    const bytes = new TextEncoder().encode(text);
+    const edges = [0, ...cuts, bytes.length];
+    const chunks = (async function* () {
+      for (let i = 0; i + 1 < edges.length; i++) yield bytes.slice(edges[i], edges[i + 1]);
+    })();
+    const out: { event: string; data: string }[] = [];
+    for await (const frame of readSseFrames(chunks)) out.push(frame);
+    return out;
+  }
+
+  it('reads LF, CRLF and CR line ends, even cut between CR and LF or inside a character', async () => {
+    const text =
+      ': keep-alive\r\n\r\nevent: message.delta\r\ndata: {"delta":"h\u00e9"}\r\n\r\n' +
+      'event:done\rdata: {"a":1}\r\rdata: one\ndata:two\n\nevent: cut\ndata: never ended\n';
+    const expected = [
+      { event: 'message.delta', data: '{"delta":"hé"}' },
+      { event: 'done', data: '{"a":1}' },
+      { event: 'message', data: 'one\ntwo' },
+    ];
+    expect(await frames(text, [])).toEqual(expected);
+    const length = new TextEncoder().encode(text).length;
+    for (let cut = 1; cut < length; cut++) expect(await frames(text, [cut])).toEqual(expected);
   });
 });
