@@ -415,3 +415,44 @@ describe('the dashboard report', () => {
     expect(theirs.body.usage).toMatchObject({ turns: 0, input_tokens: 0, cost: null, by_agent: [] });
   });
 });
+
+describe('simulation results', () => {
+  it("keep each case's turn traces, linked from the transcript by message id, once the case's conversation is gone", async () => {
+    const { tenantId, key } = await withDocuments(builtin);
+    const call = (url: string, body?: unknown) => builtin.call({ method: 'POST', url, key, body });
+    const dataset = await call('/api/v1/simulation/datasets', { name: 'traces' });
+    expect(dataset.status).toBe(201);
+    const added = await call(`/api/v1/simulation/datasets/${dataset.body.id}/test-cases`, {
+      question: 'How long do refunds take?',
+      expected_type: 'answer',
+      expected_answer: 'Refunds are processed within 14 days of receiving the returned item.',
+    });
+    expect(added.status).toBe(201);
+    const run = await call(`/api/v1/simulation/datasets/${dataset.body.id}/runs`);
+    await builtin.jobs.runUntilIdle();
+    const results = await builtin.call({ url: `/api/v1/simulation/runs/${run.body.id}/results`, key });
+    expect(results.status).toBe(200);
+    const [result] = results.body.data;
+    expect(result.status).toBe('passed');
+    const agentTurn = result.outcome.transcript.find((entry: Json) => entry.author === 'agent');
+    expect(agentTurn.message_id).toEqual(expect.any(String));
+    expect(result.outcome.traces).toHaveLength(1);
+    expect(result.outcome.traces[0]).toMatchObject({
+      object: 'message_trace',
+      message_id: agentTurn.message_id,
+      status: 'COMPLETED',
+      question: 'How long do refunds take?',
+      decision: { type: 'answer' },
+    });
+    expect(result.outcome.traces[0].search.candidates[0]).toMatchObject({ title: 'Refund policy', cited: true });
+    // The played conversation is deleted with the verdict, and its traces with it.
+    const left = await builtin.database.db
+      .selectFrom('message_traces')
+      .select('message_id')
+      .where('tenant_id', '=', tenantId)
+      .where('message_id', '=', agentTurn.message_id)
+      .execute();
+    expect(left).toEqual([]);
+    expectError(await traceOf(builtin, key, agentTurn.message_id), 404, 'not_found');
+  });
+});

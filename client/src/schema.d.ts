@@ -8584,11 +8584,154 @@ export interface operations {
                                     /** @description client (lent to the agent for the case) or workflow. */
                                     type: string;
                                 }[];
+                                /** @description The trace of each agent turn of the case (as GET /messages/{id}/trace answers it), copied when the case is recorded, since its conversation and messages are deleted then. */
+                                traces?: {
+                                    agent_id: string | null;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID, in either case; answered in lower case.
+                                     */
+                                    conversation_id: string;
+                                    cost: number | null;
+                                    decision: {
+                                        cited_document_ids: string[];
+                                        error: {
+                                            code: string;
+                                            message: string;
+                                        } | null;
+                                        handoff: {
+                                            /**
+                                             * Format: uuid
+                                             * @description A UUID, in either case; answered in lower case.
+                                             */
+                                            agent_id: string;
+                                            agent_name: string;
+                                            /**
+                                             * Format: uuid
+                                             * @description A UUID, in either case; answered in lower case.
+                                             */
+                                            ticket_id: string;
+                                        } | null;
+                                        knowledge_gap_recorded: boolean;
+                                        /**
+                                         * @description answer; decline (the built-in provider did not know); handoff; waiting_client (paused or waiting for client results); in_progress; failed.
+                                         * @enum {string}
+                                         */
+                                        type: "answer" | "decline" | "handoff" | "waiting_client" | "in_progress" | "failed";
+                                    };
+                                    ended_at: string | null;
+                                    /** @description Client function and workflow calls. */
+                                    function_calls: {
+                                        call_id: string;
+                                        /**
+                                         * Format: date-time
+                                         * @description ISO 8601 UTC with milliseconds.
+                                         */
+                                        called_at: string;
+                                        duration_ms: number | null;
+                                        error: string | null;
+                                        name: string;
+                                        /** @description Answered by a simulation case's override. */
+                                        overridden: boolean;
+                                        /** @enum {string} */
+                                        status: "pending" | "completed" | "failed";
+                                        /** @enum {string} */
+                                        type: "client" | "workflow" | "internal";
+                                    }[];
+                                    /** @description Input tokens of every provider call. */
+                                    input_tokens: number;
+                                    language: string | null;
+                                    /** @description The engine's time on the turn; a paused turn's wait is not counted. */
+                                    latency_ms: number;
+                                    /**
+                                     * Format: uuid
+                                     * @description A UUID, in either case; answered in lower case.
+                                     */
+                                    message_id: string;
+                                    model: string;
+                                    /** @enum {string} */
+                                    object: "message_trace";
+                                    /** @description Output tokens of every provider call. */
+                                    output_tokens: number;
+                                    /** @description TRACE_PROMPTS was true when the turn ran. */
+                                    prompts_stored: boolean;
+                                    provider: string;
+                                    provider_calls: {
+                                        cost: number | null;
+                                        duration_ms: number;
+                                        error: {
+                                            code: string;
+                                            message: string;
+                                        } | null;
+                                        input_tokens: number | null;
+                                        /** @description LLM_MODEL; `builtin` for the built-in provider. */
+                                        model: string;
+                                        output_tokens: number | null;
+                                        /** @description The messages sent to the model when TRACE_PROMPTS is true; else null. */
+                                        prompt: unknown;
+                                        /** @description `builtin` or `openai`. */
+                                        provider: string;
+                                        /**
+                                         * Format: date-time
+                                         * @description ISO 8601 UTC with milliseconds.
+                                         */
+                                        started_at: string;
+                                        /** @enum {string} */
+                                        status: "completed" | "failed";
+                                        /** @description The step of the turn, from 1. */
+                                        step: number;
+                                        /** @description Characters of text the step produced. */
+                                        text_chars: number;
+                                        /** @description The tools the step called, by name. */
+                                        tool_calls: string[];
+                                        /** @description The provider reported the usage. The built-in provider runs no model: 0 tokens, not reported. */
+                                        usage_reported: boolean;
+                                    }[];
+                                    /** @description The message the turn answered, as searched. */
+                                    question: string;
+                                    search: {
+                                        /** @description Every passage found, best first. */
+                                        candidates: {
+                                            /** @description Cited by the answer. */
+                                            cited: boolean;
+                                            document_id: string;
+                                            language: string;
+                                            /** @description The knowledge search rank, in (0, 1). */
+                                            rank: number;
+                                            source_id: string | null;
+                                            title: string;
+                                            /** @description At or above the threshold: given to the provider to answer from. */
+                                            used: boolean;
+                                        }[];
+                                        duration_ms: number;
+                                        error: {
+                                            code: string;
+                                            message: string;
+                                        } | null;
+                                        language: string | null;
+                                        question: string;
+                                        threshold: number;
+                                    } | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601 UTC with milliseconds.
+                                     */
+                                    started_at: string;
+                                    /** @description The message's status: the trace is final once COMPLETED or FAILED. */
+                                    status: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601 UTC with milliseconds.
+                                     */
+                                    updated_at: string;
+                                }[];
                                 /** @description The simulated conversation, message by message; the conversation itself is not kept. */
                                 transcript: {
                                     /** @enum {string} */
                                     author: "customer" | "agent";
                                     content: string;
+                                    /** @description The agent message, whose trace is in `traces` (the message itself is not kept). */
+                                    message_id?: string;
                                     status: string | null;
                                 }[];
                                 /** @description Status of the last turn played (COMPLETED, FAILED, …). */

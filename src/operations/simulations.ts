@@ -7,6 +7,7 @@ import { BadRequestError } from '../domain/errors.js';
 import { EXPECTED_TYPES, TEST_CASE_LIMITS } from '../domain/simulations/records.js';
 import { defineOperation } from './registry.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from './schemas.js';
+import { MessageTrace } from './trace-schema.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
@@ -136,8 +137,20 @@ const Outcome = Type.Object(
         author: StringEnum(['customer', 'agent'] as const),
         content: Type.String(),
         status: Nullable(Type.String({ description: "The agent turn's status; null for customer messages." })),
+        message_id: Type.Optional(
+          Type.String({
+            description: 'The agent message, whose trace is in `traces` (the message itself is not kept).',
+          }),
+        ),
       }),
       { description: 'The simulated conversation, message by message; the conversation itself is not kept.' },
+    ),
+    traces: Type.Optional(
+      Type.Array(MessageTrace, {
+        description:
+          'The trace of each agent turn of the case (as GET /messages/{id}/trace answers it), copied when the case ' +
+          'is recorded, since its conversation and messages are deleted then.',
+      }),
     ),
   },
   { description: 'What the agent did over the whole case.' },

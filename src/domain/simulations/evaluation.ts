@@ -15,6 +15,8 @@
 // - handoff: the conversation was handed to the expected agent.
 // - no_answer: the agent declined (the engine's "don't know" path; with a language model, the
 //   judge also recognises a declined answer).
+
+import type { TraceRecord } from '../../agent/trace-store.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
 
 export const ANSWER_F1_THRESHOLD = 0.5;
@@ -106,7 +108,9 @@ export interface CaseOutcome {
   citations: { document_id: string; title: string }[];
   turns: number;
   /** The simulated conversation, message by message (the conversation itself is not kept). */
-  transcript: { author: 'customer' | 'agent'; content: string; status: string | null }[];
+  transcript: { author: 'customer' | 'agent'; content: string; status: string | null; message_id?: string }[];
+  /** The trace of each agent turn (`message_id` in the transcript), copied when the case is recorded. */
+  traces?: TraceRecord[];
 }
 
 export interface Expectation {

@@ -24,6 +24,7 @@
 //   `simulation.run.completed` in the transaction that ends it, so the event is sent once.
 import { sql } from 'kysely';
 import type { AgentEngine } from '../../agent/engine.js';
+import { conversationTraces } from '../../agent/trace-store.js';
 import type { Db } from '../../db/client.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
@@ -327,7 +328,12 @@ export function createRunService(deps: RunnerDeps) {
         break;
       }
       outcome.turns += 1;
-      outcome.transcript.push({ author: 'agent', content: message.content, status: message.status });
+      outcome.transcript.push({
+        author: 'agent',
+        content: message.content,
+        status: message.status,
+        message_id: message.id,
+      });
       outcome.answer = message.content;
       outcome.turn_status = message.status;
       outcome.error = message.error;
@@ -431,6 +437,8 @@ export function createRunService(deps: RunnerDeps) {
       // The simulated conversation goes with the verdict (its transcript is in the outcome), so
       // customers' conversation lists and analytics never keep it. A worker that lost its lease,
       // or whose run was deleted, deletes its own conversation too.
+      // Its turns' traces are kept in the outcome: they go with the conversation.
+      if (conversationId) outcome.traces = await conversationTraces(trx, tenantId, conversationId);
       await deleteConversation(trx, tenantId, conversationId);
       const updated = await trx
         .updateTable('simulation_results')
