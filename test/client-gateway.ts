@@ -3,7 +3,7 @@
 // before forwarding, forward and then drop it before answering, answer 503 itself, never answer,
 // or cut the answer after some bytes. It records what it was sent.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export type Fault =
   | 'pass'
@@ -64,12 +64,19 @@ export async function startGateway(target: string) {
     });
     req.pipe(upstream);
   });
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     /** Faults for the next requests, in order; then requests pass. */
     fail: (...next: Fault[]) => faults.push(...next),
     sent,
+    /** Connections from clients still open. */
+    openConnections: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

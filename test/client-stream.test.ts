@@ -226,6 +226,27 @@ describe('refusals and failures', () => {
       WorkspaceAbortError,
     );
   });
+  it('leaving the loop early closes the connection; the turn runs on', async () => {
+    const { key } = await t.tenant();
+    const gateway = await startGateway(base);
+    try {
+      const ws = createWorkspaceClient({ baseUrl: gateway.url, apiKey: key });
+      let messageId = '';
+      for await (const event of ws.streamMessage({ content: 'please get_order', client_functions: [GET_ORDER] })) {
+        messageId = event.data.message_id;
+        // The turn now waits up to CLIENT_FUNCTION_TIMEOUT_MS (30 s): only the client can close it sooner.
+        if (event.event === 'function_call') break;
+      }
+      for (let i = 0; i < 200 && gateway.openConnections() > 0; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(gateway.openConnections()).toBe(0);
+      const stored = await ws.get('/api/v1/messages/{message_id}', { params: { path: { message_id: messageId } } });
+      expect(stored.status).toBe('WAITING_CLIENT');
+    } finally {
+      await gateway.close();
+    }
+  });
 });
 
 describe('the JSON methods asked for a stream', () => {
