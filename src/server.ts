@@ -17,6 +17,7 @@ import type { Config } from './config.js';
 import type { Db } from './db/client.js';
 import { isDatabaseUnreachable } from './db/errors.js';
 import { reportDatabaseOutages } from './db/outage.js';
+import { EMBEDDING_LANE } from './domain/embeddings/jobs.js';
 import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
 import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
 import { createOwnerService } from './domain/owners.js';
@@ -300,6 +301,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
         // tenants whose receivers hang cannot keep the lane's slots with their backlogs.
         tenantShare: Math.ceil(config.webhookTenantConcurrency / 2),
       },
+      // Embedding jobs wait on the embeddings server (src/domain/embeddings/jobs.ts).
+      EMBEDDING_LANE,
     ],
   });
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).

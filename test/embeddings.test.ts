@@ -47,14 +47,18 @@ interface Received {
   input: string[];
 }
 
-/** How the server answers a request: `undefined` answers the embeddings; otherwise this status. */
+/**
+ * How the server answers a request: `undefined` answers the embeddings; `hang` never; `hold` when
+ * `release()` is called; otherwise this status and body.
+ */
 type Behaviour = (
   request: Received,
-) => { status: number; body: unknown; headers?: Record<string, string> } | 'hang' | undefined;
+) => { status: number; body: unknown; headers?: Record<string, string> } | 'hang' | 'hold' | undefined;
 
 async function embeddingsServer() {
   const received: Received[] = [];
   let behaviour: Behaviour = () => undefined;
+  let held: (() => void)[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (chunk) => {
@@ -70,24 +74,31 @@ async function embeddingsServer() {
       };
       received.push(request);
       const answer = behaviour(request);
+      const embeddings = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            model: parsed.model,
+            // In reverse: the client must order them by `index`.
+            data: parsed.input
+              .map((text, index) => ({ object: 'embedding', index, embedding: bagOfWords(text) }))
+              .reverse(),
+            usage: { prompt_tokens: 0, total_tokens: 0 },
+          }),
+        );
+      };
       if (answer === 'hang') return;
+      if (answer === 'hold') {
+        held.push(embeddings);
+        return;
+      }
       if (answer) {
         res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
         res.end(JSON.stringify(answer.body));
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          object: 'list',
-          model: parsed.model,
-          // In reverse: the client must order them by `index`.
-          data: parsed.input
-            .map((text, index) => ({ object: 'embedding', index, embedding: bagOfWords(text) }))
-            .reverse(),
-          usage: { prompt_tokens: 0, total_tokens: 0 },
-        }),
-      );
+      embeddings();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -97,6 +108,11 @@ async function embeddingsServer() {
     received,
     answer(next: Behaviour) {
       behaviour = next;
+    },
+    /** Answers the held requests. */
+    release() {
+      for (const answer of held) answer();
+      held = [];
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -462,4 +478,120 @@ describe('fuseRanks (reciprocal rank fusion)', () => {
     expect([...fuseRanks([], ['s1', 's2']).keys()]).toEqual(['s1', 's2']);
     expect(() => fuseRanks(['a'], [], -1)).toThrow(RangeError);
   });
+});
+
+/** Polls `condition` every 50 ms until it holds; fails after `timeoutMs` (generous: not a timing test). */
+async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('crawled pages embedded by running workers', () => {
+  let server: EmbeddingsServer;
+  let site: http.Server;
+  let app: TestApp;
+  const pages = new Map<string, string>();
+
+  beforeAll(async () => {
+    server = await embeddingsServer();
+    site = http.createServer((req, res) => {
+      const body = pages.get(req.url ?? '/');
+      if (body === undefined) res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not found</h1>');
+      else res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    app = await startTestApp(
+      {
+        EMBEDDINGS_BASE_URL: server.url,
+        EMBEDDINGS_MODEL: MODEL,
+        EMBEDDINGS_TIMEOUT_MS: '300000',
+        ALLOW_PRIVATE_TARGETS: 'true',
+        JOB_POLL_MS: '50',
+      },
+      { startJobs: true },
+    );
+  }, 60_000);
+  afterAll(async () => {
+    server?.release();
+    await app?.close();
+    await server?.close();
+    site?.closeAllConnections();
+    await new Promise((resolve) => site?.close(resolve));
+  });
+
+  const page = (title: string, text: string, links = '') =>
+    `<!doctype html><html lang="en"><head><title>${title}</title></head><body><main><p>${text}</p>${links}</main></body></html>`;
+
+  it('embeds the pages a sync adds and changes; embedding jobs waiting on the server hold up no sync', async () => {
+    const { tenantId, key } = await app.tenant();
+    const missing = async () => {
+      const { rows } = await sql<{ passages: number; vectors: number }>`
+        select count(*)::int as passages, count(v.passage_id)::int as vectors
+          from knowledge_passages p left join knowledge_passage_vectors v on v.passage_id = p.id and v.model = ${MODEL}
+         where p.tenant_id = ${tenantId}`.execute(app.database.db);
+      return rows[0] ?? { passages: 0, vectors: 0 };
+    };
+    const sources = async (id: string) => (await app.call({ url: `/api/v1/sources/${id}`, key })).body;
+
+    // The embeddings server keeps its answers: every embedding worker waits on it.
+    server.answer(() => 'hold');
+    server.received.length = 0;
+    for (const title of ['One', 'Two', 'Three']) {
+      const created = await app.call({
+        method: 'POST',
+        url: '/api/v1/documents',
+        key,
+        body: { title, content: `Document ${title}.` },
+      });
+      expect(created.status).toBe(201);
+    }
+    await waitFor('two embedding requests', async () => server.received.length >= 2);
+
+    const { port } = site.address() as AddressInfo;
+    pages.set('/', page('Home', 'Welcome to the help center.', '<a href="/refunds">Refunds</a>'));
+    pages.set('/refunds', page('Refunds', 'Refunds are paid within five days.'));
+    const source = await app.call({
+      method: 'POST',
+      url: '/api/v1/sources',
+      key,
+      body: { name: 'Help', source_type: 'website', domain: `http://127.0.0.1:${port}` },
+    });
+    expect(source.status, source.text).toBe(201);
+    const sync = async () => {
+      const requested = await app.call({ method: 'POST', url: `/api/v1/sources/${source.body.id}/sync`, key });
+      expect(requested.status, requested.text).toBeLessThan(300);
+    };
+    await sync();
+    await waitFor('the sync', async () => (await sources(source.body.id)).sync_status === 'synced');
+    expect((await sources(source.body.id)).document_count).toBe(2);
+
+    server.answer(() => undefined);
+    server.release();
+    await waitFor('every passage embedded', async () => {
+      const { passages, vectors } = await missing();
+      return passages === 5 && vectors === 5;
+    });
+    expect(server.received.flatMap((r) => r.input)).toContain('Refunds\n\nRefunds are paid within five days.');
+
+    // A changed page: its new passage is embedded, its old vector went with its old passage.
+    server.received.length = 0;
+    const before = (await sources(source.body.id)).last_synced_at;
+    pages.set('/refunds', page('Refunds', 'Refunds are paid within ten days.'));
+    await sync();
+    await waitFor('the second sync', async () => {
+      const current = await sources(source.body.id);
+      return current.sync_status === 'synced' && current.last_synced_at !== before;
+    });
+    await waitFor('the changed page embedded', async () => {
+      const { passages, vectors } = await missing();
+      return passages === 5 && vectors === 5;
+    });
+    expect(server.received.flatMap((r) => r.input)).toEqual(['Refunds\n\nRefunds are paid within ten days.']);
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from knowledge_passage_vectors where tenant_id = ${tenantId}`.execute(app.database.db);
+    expect(rows[0]?.n).toBe(5);
+  }, 120_000);
 });

@@ -7,9 +7,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
-import type { JobQueue } from '../../jobs/queue.js';
+import type { JobLane, JobQueue } from '../../jobs/queue.js';
 import { EMBEDDINGS_BATCH_SIZE, type EmbeddingsClient } from './client.js';
-import { realArray } from './sql-vector.js';
 
 export const EMBED_JOB = 'knowledge.embed';
 /** How often the sweep looks for passages without vectors. */
@@ -18,6 +17,13 @@ export const EMBED_SWEEP_MS = 10 * 60_000;
 const SWEEP_LIMIT = 500;
 /** Characters of a passage's text sent to the model (titles and headings included). */
 const INPUT_CHARS = 8000;
+
+/**
+ * The embedding jobs' own workers: they wait on the embeddings server, and a crawl queues one per
+ * page, so they never take the slots syncs, runs and evaluations need. One tenant runs one at a
+ * time while another tenant's is due.
+ */
+export const EMBEDDING_LANE: JobLane = { name: 'knowledge-embed', kinds: [EMBED_JOB], concurrency: 2, tenantShare: 1 };
 
 type Enqueuer = Parameters<JobQueue['enqueue']>[0];
 
@@ -86,16 +92,15 @@ async function storeVectors(
   model: string,
   rows: { id: string; embedding: number[] }[],
 ): Promise<void> {
-  for (const row of rows) {
-    await sql`
-      insert into knowledge_passage_vectors (passage_id, tenant_id, model, embedding)
-      select p.id, p.tenant_id, ${model}, ${realArray(row.embedding)}
-        from knowledge_passages p
-       where p.id = ${row.id}::bigint and p.tenant_id = ${tenantId}
-      on conflict (passage_id) do update
-        set model = excluded.model, embedding = excluded.embedding, created_at = now()
-    `.execute(db);
-  }
+  await sql`
+    insert into knowledge_passage_vectors (passage_id, tenant_id, model, embedding)
+    select p.id, p.tenant_id, ${model},
+           array(select x::real from jsonb_array_elements_text(v.embedding) with ordinality as a(x, i) order by i)
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(id bigint, embedding jsonb)
+      join knowledge_passages p on p.id = v.id and p.tenant_id = ${tenantId}
+    on conflict (passage_id) do update
+      set model = excluded.model, embedding = excluded.embedding, created_at = now()
+  `.execute(db);
 }
 
 export function registerEmbeddingJob(
