@@ -6,8 +6,11 @@
 // no secret and (unless TRACE_PROMPTS) no prompt stored, simulations and the dashboard report.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_ANSWER } from '../src/agent/builtin-provider.js';
+import { registry } from '../src/observability/metrics.js';
+import { setTracer } from '../src/observability/tracing.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: recorded request bodies are read loosely.
@@ -22,6 +25,8 @@ let llm: Server;
 let openai: TestApp;
 let openaiWithPrompts: TestApp;
 const queue: Script[] = [];
+/** The bodies the model server received, last last. */
+const received: Json[] = [];
 
 /** A streamed completion whose last chunk carries `usage`, as OpenAI sends with `include_usage`. */
 const streamedText =
@@ -69,8 +74,10 @@ beforeAll(async () => {
       raw += chunk;
     });
     req.on('end', () => {
+      const body = JSON.parse(raw);
+      received.push(body);
       const script = queue.shift() ?? streamedText('default answer');
-      script(req, res, JSON.parse(raw));
+      script(req, res, body);
     });
   });
   await new Promise<void>((resolve) => llm.listen(0, '127.0.0.1', resolve));
@@ -271,6 +278,8 @@ describe('the trace of an openai turn', () => {
     queue.push(streamedText('Refunds take 14 days [1].'));
     const sent = await send(openai, key, { content: 'How long do refunds take?' });
     expect(sent.body.status).toBe('COMPLETED');
+    // A streamed completion carries `usage` only when asked for.
+    expect(received.at(-1)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     const { body } = await traceOf(openai, key, sent.body.id);
     expect(body).toMatchObject({
       provider: 'openai',
@@ -454,5 +463,41 @@ describe('simulation results', () => {
       .execute();
     expect(left).toEqual([]);
     expectError(await traceOf(builtin, key, agentTurn.message_id), 404, 'not_found');
+  });
+});
+
+describe('metrics and spans', () => {
+  /** The value of a sample of a metric, 0 when it has none yet. */
+  async function sample(metric: string, labels: Record<string, string> = {}): Promise<number> {
+    const found = (await registry.getMetricsAsJSON()).find((m) => m.name === metric);
+    const values = (found?.values ?? []) as { value: number; labels: Record<string, unknown>; metricName?: string }[];
+    const match = values.find(
+      (v) =>
+        (v.metricName === undefined || v.metricName === metric || v.metricName === `${metric}_count`) &&
+        Object.entries(labels).every(([k, value]) => v.labels[k] === value),
+    );
+    return match?.value ?? 0;
+  }
+
+  it('count each turn and knowledge search, and make spans of the search and each provider call', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    setTracer(provider.getTracer('turn-trace-test'));
+    try {
+      const { key } = await withDocuments(openai);
+      const turns = await sample('agent_turns_total', { provider: 'openai', status: 'COMPLETED' });
+      const searches = await sample('knowledge_search_duration_seconds');
+      queue.push(streamedText('Refunds take 14 days [1].'));
+      const sent = await send(openai, key, { content: 'How long do refunds take?' });
+      expect(sent.body.status).toBe('COMPLETED');
+      expect(await sample('agent_turns_total', { provider: 'openai', status: 'COMPLETED' })).toBe(turns + 1);
+      expect(await sample('knowledge_search_duration_seconds')).toBe(searches + 1);
+      const spans = exporter.getFinishedSpans().map((span) => [span.name, span.attributes]);
+      expect(spans).toContainEqual(['knowledge.search', { 'search.language': '' }]);
+      expect(spans).toContainEqual(['agent.provider_call', { 'llm.provider': 'openai', 'llm.model': 'trace-model' }]);
+    } finally {
+      setTracer(undefined);
+      await provider.shutdown();
+    }
   });
 });
