@@ -213,8 +213,14 @@ describe('workspace serve and the CLI', { timeout: 300_000 }, () => {
       const port = String((taken.address() as AddressInfo).port);
       const failed = await run(['serve'], { DATA_DIR: fresh, PORT: port, HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
       expect(failed.code).toBe(1);
-      expect(failed.stderr.trim().split('\n')).toHaveLength(1);
-      expect(failed.stderr).toContain('EADDRINUSE');
+      // The stages of a first start come first (creating, migrating, starting), then one line says why it stopped.
+      const lines = failed.stderr.trim().split('\n');
+      expect(lines.at(-1)).toContain('EADDRINUSE');
+      expect(
+        lines.slice(0, -1).every((line) => /^(Creating|Migrating|Starting)/.test(line)),
+        failed.stderr,
+      ).toBe(true);
+      expect(failed.stderr).not.toMatch(/^\s+at /m);
       expect(failed.stdout).toContain('shown once');
       expect(failed.stdout).toMatch(/Demo API key[^:]*: wsk_\S+/);
 
