@@ -1,10 +1,11 @@
 // What metrics and tracing cost a request: `npm run bench:observability` (PGlite) or
 // `DATABASE_URL=postgres://… npm run bench:observability`. As the benchmark of record (run.ts),
-// the compiled server runs as its own process, loaded with autocannon on 127.0.0.1: two servers,
-// one with tracing off (metrics on, as always) and one with tracing on, exporting every span over
-// OTLP/HTTP to a collector stand-in in this process; each is scraped at /metrics every 15 s. The
-// row read and the comment write run on both, in alternating order, BENCH_ROUNDS times (3); the
-// table gives each run and the medians, and the on/off ratio of the medians.
+// the compiled server runs as its own process, loaded with autocannon on 127.0.0.1: three servers,
+// one with tracing off (metrics on, as always), one with tracing on exporting every trace, and one
+// sampling a tenth of them (OTEL_TRACES_SAMPLER=parentbased_traceidratio, 0.1), over OTLP/HTTP to
+// a collector stand-in in this process; each is scraped at /metrics every 15 s. The row read and
+// the comment write run on each, in rotating order, BENCH_ROUNDS times (3); the table gives each
+// run, the medians, and the ratio of each mode's median to tracing off's.
 //
 // The metrics cannot be turned off, so their own share is measured apart, in this process: the
 // work the request hook does per request (a counter and a histogram), in nanoseconds,
@@ -41,7 +42,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 const SCRAPE_MS = 15_000;
 
-type Mode = 'off' | 'on';
+type Mode = 'off' | 'on' | 'sampled';
+const MODES: Mode[] = ['off', 'on', 'sampled'];
 type Scenario = 'row-read' | 'comment-write';
 interface Run {
   mode: Mode;
@@ -133,7 +135,13 @@ async function startServer(mode: Mode, collectorUrl: string): Promise<Server> {
   };
   delete env.OTEL_EXPORTER_OTLP_ENDPOINT;
   delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  if (mode === 'on') env.OTEL_EXPORTER_OTLP_ENDPOINT = collectorUrl;
+  delete env.OTEL_TRACES_SAMPLER;
+  delete env.OTEL_TRACES_SAMPLER_ARG;
+  if (mode !== 'off') env.OTEL_EXPORTER_OTLP_ENDPOINT = collectorUrl;
+  if (mode === 'sampled') {
+    env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
+    env.OTEL_TRACES_SAMPLER_ARG = '0.1';
+  }
   const databaseUrl = process.env.DATABASE_URL;
   let cleanUp = async () => {};
   if (databaseUrl) {
@@ -257,10 +265,10 @@ async function main() {
   const servers: Server[] = [];
   const runs: Run[] = [];
   try {
-    servers.push(await startServer('off', collector.url), await startServer('on', collector.url));
+    for (const mode of MODES) servers.push(await startServer(mode, collector.url));
     for (let round = 0; round < ROUNDS; round++) {
-      // Alternating order: a machine whose speed drifts favours neither mode.
-      const order = round % 2 === 0 ? servers : [...servers].reverse();
+      // Rotating order: a machine whose speed drifts favours no mode.
+      const order = servers.map((_, i) => servers[(i + round) % servers.length] as Server);
       for (const scenario of ['row-read', 'comment-write'] as const) {
         for (const server of order) runs.push(await load(server, scenario));
       }
@@ -286,7 +294,7 @@ async function main() {
   console.log('| scenario | tracing | round | req/s | p50 ms | p99 ms | server CPU µs/req | errors |');
   console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const scenario of ['row-read', 'comment-write'] as const) {
-    for (const mode of ['off', 'on'] as const) {
+    for (const mode of MODES) {
       runs
         .filter((r) => r.scenario === scenario && r.mode === mode)
         .forEach((r, i) => {
@@ -296,22 +304,21 @@ async function main() {
         });
     }
   }
-  console.log(
-    '\n| scenario | median req/s off | median req/s on | on/off | median p99 off | median p99 on | CPU µs/req off | on |',
-  );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('\n| scenario | tracing | median req/s | vs off | median p50 ms | median p99 ms | server CPU µs/req |');
+  console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
   const offCpu: number[] = [];
   for (const scenario of ['row-read', 'comment-write'] as const) {
     const of = (mode: Mode) => runs.filter((r) => r.scenario === scenario && r.mode === mode);
-    const [off, on] = [of('off'), of('on')];
-    const rps = (list: Run[]) => median(list.map((r) => r.rps));
-    const p99 = (list: Run[]) => median(list.map((r) => r.p99));
-    const cpu = (list: Run[]) => median(list.map((r) => r.cpuUs ?? 0));
-    offCpu.push(cpu(off));
-    const ratio = rps(off) ? Math.round((rps(on) / rps(off)) * 1000) / 10 : 0;
-    console.log(
-      `| ${scenario} | ${rps(off)} | ${rps(on)} | ${ratio} % | ${p99(off)} | ${p99(on)} | ${cpu(off)} | ${cpu(on)} |`,
-    );
+    const offRps = median(of('off').map((r) => r.rps));
+    offCpu.push(median(of('off').map((r) => r.cpuUs ?? 0)));
+    for (const mode of MODES) {
+      const list = of(mode);
+      const rps = median(list.map((r) => r.rps));
+      const ratio = offRps ? `${Math.round((rps / offRps) * 1000) / 10} %` : '';
+      console.log(
+        `| ${scenario} | ${mode} | ${rps} | ${ratio} | ${median(list.map((r) => r.p50))} | ${median(list.map((r) => r.p99))} | ${median(list.map((r) => r.cpuUs ?? 0))} |`,
+      );
+    }
   }
   const ns = metricsNsPerRequest();
   const shares = offCpu.map((us) => (us ? `${Math.round((ns / (us * 1000)) * 10_000) / 100} %` : 'n/a'));

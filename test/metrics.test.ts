@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import type { KyselyPlugin, QueryId } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from './helpers.js';
 
@@ -177,6 +178,52 @@ describe('requests', () => {
     expect(moved(before, after, 'http_requests_total', { operation: 'mcpPost', transport: 'rest' })).toBe(2);
     // Slots are given back once the exchanges end.
     expect(sample(after, 'mcp_slots_in_use')).toBe(0);
+  });
+});
+
+describe('MCP slots', () => {
+  it('counts the slots held while tool calls run, and none once they end', async () => {
+    // Reads of `apps` wait at this gate while it is held, so a call keeps its slot meanwhile.
+    let gate: Promise<void> | undefined;
+    let open = () => {};
+    const held = new WeakSet<QueryId>();
+    const plugin: KyselyPlugin = {
+      transformQuery: (args) => {
+        if (gate && JSON.stringify(args.node).includes('"apps"')) held.add(args.queryId);
+        return args.node;
+      },
+      transformResult: async (args) => {
+        if (held.has(args.queryId)) await gate;
+        return args.result;
+      },
+    };
+    const gated = await startTestApp({}, { wrapDb: (db) => db.withPlugin(plugin) });
+    try {
+      const { key: gatedKey } = await gated.tenant();
+      gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      const call = gated.call({
+        method: 'POST',
+        url: '/api/v1/mcp',
+        key: gatedKey,
+        headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_apps', arguments: {} } },
+      });
+      let inUse = 0;
+      for (let i = 0; i < 400 && inUse === 0; i++) {
+        inUse = sample(await scrape(gated), 'mcp_slots_in_use');
+        if (inUse === 0) await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(inUse).toBe(1);
+      open();
+      gate = undefined;
+      expect((await call).status).toBe(200);
+      expect(sample(await scrape(gated), 'mcp_slots_in_use')).toBe(0);
+    } finally {
+      open();
+      await gated.close();
+    }
   });
 });
 

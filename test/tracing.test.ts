@@ -160,6 +160,22 @@ describe('tracing', () => {
     expect(server.parentSpanId).toBe(parentId);
   });
 
+  it('a request whose caller left its trace out (traceparent flags 00) records no span, and its log line names no trace', async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    const traceId = randomBytes(16).toString('hex');
+    const r = await t.call({
+      url: '/api/v1/apps',
+      key,
+      headers: { 'x-request-id': requestId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` },
+    });
+    expect(r.status).toBe(200);
+    await flushTracing();
+    expect(collector.spans().filter((span) => span.traceId === traceId)).toEqual([]);
+    const line = lines.map((l) => JSON.parse(l)).find((e) => e.reqId === requestId && e.msg === 'request completed');
+    expect(line).toMatchObject({ operation_id: 'listApps', status: 200 });
+    expect(line).not.toHaveProperty('trace_id');
+  });
+
   it("an MCP tool call is a span of its own under the request's server span", async () => {
     const requestId = `trace-${randomBytes(4).toString('hex')}`;
     const r = await t.call({

@@ -43,7 +43,7 @@ export function ownRequestLog(): LogController {
 /** The request log line. */
 function logRequest(request: FastifyRequest, reply: FastifyReply, operation: string, span: Span | undefined): void {
   if (!LOGS_INFO.has(request.log.level)) return;
-  const traceId = span?.spanContext().traceId;
+  const traceId = span?.isRecording() ? span.spanContext().traceId : undefined;
   request.log.info(
     {
       req: request,
@@ -103,8 +103,8 @@ function registerRequestSpans(app: FastifyInstance): void {
     );
     const spanContext = trace.setSpan(parent, span);
     requestSpans.set(request, { span, context: spanContext, ended: false });
-    // Every line the request logs carries its trace.
-    request.log = request.log.child({ trace_id: span.spanContext().traceId });
+    // Every line the request logs carries its trace (when it is recorded: sampled in).
+    if (span.isRecording()) request.log = request.log.child({ trace_id: span.spanContext().traceId });
     context.with(spanContext, done);
   });
   app.addHook('onRequestAbort', (request, done) => {

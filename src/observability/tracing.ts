@@ -28,7 +28,8 @@ function failed(span: Span, error: unknown): void {
  * Runs `fn` inside a span named `name` (a child of the active span), ended when `fn` returns or
  * its promise settles; a throw or a rejection marks the span as failed. With tracing off, `fn`
  * alone runs. `fn` receives the span (undefined when off) to add attributes found on the way.
- * `root`: the span starts a trace of its own (a job's run, whatever request queued it).
+ * `root`: the span starts a trace of its own (a job's run, whatever request queued it). Inside a
+ * trace the sampler left out (OTEL_TRACES_SAMPLER), no span is made.
  */
 export function withSpan<T>(
   name: string,
@@ -38,6 +39,8 @@ export function withSpan<T>(
 ): T {
   if (tracer === undefined) return fn();
   const { root = false, kind = SpanKind.INTERNAL } = options;
+  // Inside a trace the sampler left out, a child would be left out too: none is made.
+  if (!root && trace.getActiveSpan()?.isRecording() === false) return fn();
   return tracer.startActiveSpan(name, { attributes, kind, root }, (span) => {
     let result: T;
     try {
