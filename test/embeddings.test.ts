@@ -316,6 +316,34 @@ describe('passages embedded by the job queue (EMBEDDINGS_* set)', () => {
     }
   }, 60_000);
 
+  it("an applied knowledge update request's answer is embedded, appended to a document or as a new one", async () => {
+    const { tenantId, key } = await app.tenant();
+    const faq = await createDocument(key, 'Shipping FAQ', 'We ship worldwide.');
+    await app.jobs.runUntilIdle();
+    const apply = async (question: string, body: Record<string, unknown>) => {
+      const request = await app.services.knowledgeGaps.recordGap(tenantId, { question });
+      const base = `/api/v1/knowledge-update-requests/${request.id}`;
+      expect(
+        (await app.call({ method: 'POST', url: `${base}/review`, key, body: { decision: 'approve' } })).status,
+      ).toBe(200);
+      const applied = await app.call({ method: 'POST', url: `${base}/apply`, key, body });
+      expect(applied.status, applied.text).toBe(200);
+      return applied.body.document_id as string;
+    };
+    server.received.length = 0;
+    await apply('How long does shipping to Japan take?', { proposed_answer: 'About 7 days.', document_id: faq });
+    const created = await apply('Can I pay by invoice?', { proposed_answer: 'Yes, for companies.' });
+    await app.jobs.runUntilIdle();
+    const sent = server.received.flatMap((r) => r.input);
+    expect(sent.some((text) => text.includes('About 7 days.'))).toBe(true);
+    expect(sent.some((text) => text.includes('Yes, for companies.'))).toBe(true);
+    for (const id of [faq, created]) {
+      const passages = await passagesOf(tenantId, id);
+      expect(passages.length).toBeGreaterThan(0);
+      expect(passages.every((p) => p.model === MODEL)).toBe(true);
+    }
+  });
+
   it('the sweep queues again the documents whose passages lack vectors', async () => {
     const { tenantId, key } = await app.tenant();
     const id = await createDocument(key, 'Gift cards', 'Gift cards never expire.');
