@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLlmJudge } from '../src/domain/coverage/judge.js';
+import { RELEVANT_RANK } from '../src/domain/knowledge-search.js';
 import { expectError, startTestApp, type TestApp } from './helpers.js';
 
 let t: TestApp;
@@ -222,7 +223,7 @@ describe('referentials and questions', () => {
 });
 
 // Two help articles; the reference questions are chosen so the expected coverage follows from
-// the retrieval rule (a question word in a document title ranks ≥ 0.5, above the 0.2 threshold;
+// the retrieval rule (most of a question's words in a document, above the relevance threshold;
 // no shared word, no passage): covered are exactly the password and the refund questions.
 const DOCUMENTS = [
   {
@@ -298,7 +299,7 @@ describe('coverage evaluations', () => {
       referential_id: id,
       status: 'queued',
       method: 'rank_threshold',
-      threshold: 0.2,
+      threshold: RELEVANT_RANK,
       total: 6,
       processed: 0,
       percentage: null,
@@ -346,7 +347,7 @@ describe('coverage evaluations', () => {
     );
     const covered = await t.call({ url: `/api/v1/coverage/evaluations/${started.body.id}/results?covered=true`, key });
     for (const result of covered.body.data) {
-      expect(result.best_rank).toBeGreaterThanOrEqual(0.2);
+      expect(result.best_rank).toBeGreaterThanOrEqual(RELEVANT_RANK);
       expect(result.document_id).not.toBeNull();
     }
 

@@ -319,7 +319,8 @@ describe('full-text search', () => {
     expect(english.map((p) => p.document_id)).toEqual([doc.id, other.id]);
     expect(english[0]).toMatchObject({ title: 'Reset your password', language: 'en', source_id: null });
     expect(english[0]?.rank).toBeGreaterThanOrEqual(RELEVANT_RANK);
-    expect(english[1]?.rank).toBeLessThan(RELEVANT_RANK);
+    // The billing page holds one of the question's two words, the rarer one not: it ranks well below.
+    expect(english[1]?.rank).toBeLessThan((english[0]?.rank ?? 0) / 2);
     expect(english[0]?.snippet).toMatch(/reset/i);
     expect(english[0]?.content).toContain('Settings');
 

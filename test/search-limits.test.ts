@@ -148,10 +148,13 @@ describe('heavy queries on the database', () => {
 describe('full-text searches over HTTP', () => {
   let t: TestApp;
   let held: string | undefined; // the tenant whose searches the database holds, until released
-  // A database that holds one tenant's full-text searches until released (their slots stay taken).
+  // A database that holds one tenant's full-text searches until released (their slots stay taken):
+  // the lists' `q` and the agent's knowledge search.
   const searches = statementGate(
     (fragments, parameters) =>
-      fragments.some((fragment) => fragment.includes('websearch_to_tsquery')) &&
+      fragments.some(
+        (fragment) => fragment.includes('websearch_to_tsquery') || fragment.includes('knowledge_passages'),
+      ) &&
       (held === '*' || parameters.includes(held)),
   );
   /** A tenant's searches, or '*' for every search (a row search's statement names no tenant). */

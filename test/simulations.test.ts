@@ -535,7 +535,7 @@ describe('import from a conversation', () => {
     const conversationId = first.body.conversation_id;
     const second = await send(key, {
       conversation_id: conversationId,
-      content: 'My card 4111 1111 1111 1111 was charged; call +33 6 12 34 56 78 about the refund',
+      content: 'My card 4111 1111 1111 1111 was charged: when are refunds processed? Call +33 6 12 34 56 78',
     });
     expect(second.body.status).toBe('COMPLETED');
     const ds = await dataset(key);
@@ -549,7 +549,7 @@ describe('import from a conversation', () => {
       expected_answer: second.body.content,
       expected_tool_name: null,
       expected_agent_id: null,
-      steps: [{ content: 'My card [card_number] was charged; call [phone] about the refund' }],
+      steps: [{ content: 'My card [card_number] was charged: when are refunds processed? Call [phone]' }],
       metadata: { source_conversation_id: conversationId, pii_redacted: true },
       order: 1,
     });

@@ -50,16 +50,13 @@ function commonPages(): { slug: string; file: string; pkg: string }[] {
   return pages;
 }
 
-/** A character struck over by a backspace (bold and underline on a terminal). */
-const OVERSTRIKE = new RegExp('.\\u0008', 'g');
-
 /** The page as man-db renders it, without hyphenation or justification, one line per paragraph. */
 function render(language: Language, section: string, file: string): string {
   return execFileSync('man', ['--nj', '--nh', '-l', `${pageDir(language, section)}/${file}`], {
     encoding: 'utf8',
-    env: { ...process.env, MANWIDTH: '4000', MAN_KEEP_FORMATTING: '', LANG: 'C.UTF-8' },
+    env: { ...process.env, MANWIDTH: '4000', LANG: 'C.UTF-8' }, // to a pipe: plain text, no overstrikes
     stdio: ['ignore', 'pipe', 'ignore'],
-  }).replace(OVERSTRIKE, '');
+  });
 }
 
 /** Rendered page → `{title, content}`: headings at column 0, paragraphs indented, options as tags. */

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import MiniSearch from 'minisearch';
 import type { DatabaseHandle } from '../../src/db/client.js';
+import { searchKnowledge } from '../../src/domain/knowledge-search.js';
 import { startBenchApp } from '../support.js';
 
 export interface CorpusDocument {
@@ -90,9 +91,68 @@ interface AgentMessage {
   citations: { document_id: string }[];
 }
 
+type BenchApp = Awaited<ReturnType<typeof startBenchApp>>;
+
+/** A new workspace holding `documents`, with a key for the API and each document's slug by id. */
+async function newWorkspace(bench: BenchApp, documents: CorpusDocument[], language: string) {
+  const tenantId = `answers-${language}-${Math.random().toString(36).slice(2, 8)}`;
+  await bench.services.tenants.createTenant({ tenant_id: tenantId, name: tenantId });
+  const { secret } = await bench.services.tenants.createApiKey(tenantId, {
+    name: 'answers',
+    scopes: ['knowledge:write', 'conversations:write', 'agents:write'],
+  });
+  const call = async <T>(method: string, url: string, body: unknown): Promise<T> => {
+    const response = await fetch(`${bench.origin}${url}`, {
+      method,
+      headers: { 'x-api-key': secret, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await response.json()) as T;
+    if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  const slugOf = new Map<string, string>();
+  for (const doc of documents) {
+    const made = await call<{ id: string }>('POST', '/api/v1/documents', {
+      title: doc.title,
+      content: doc.content,
+      language,
+    });
+    slugOf.set(made.id, doc.slug);
+  }
+  return { tenantId, call, slugOf };
+}
+
+/**
+ * The rank of the best passage found for each off-topic question, in a new workspace holding
+ * `documents`: what the relevance threshold is calibrated on.
+ */
+export async function offTopicRanks(
+  database: DatabaseHandle,
+  documents: CorpusDocument[],
+  set: QuestionSet,
+  language: string,
+): Promise<number[]> {
+  const bench = await startBenchApp(database);
+  try {
+    const { tenantId } = await newWorkspace(bench, documents, language);
+    const ranks: number[] = [];
+    for (const question of set.off_topic) {
+      const text = question.q[language];
+      if (!text) continue;
+      const found = await searchKnowledge(database.db, tenantId, text, { language, limit: 1 });
+      ranks.push(found[0]?.rank ?? 0);
+    }
+    return ranks;
+  } finally {
+    await bench.app.close();
+  }
+}
+
 /**
  * The agent on a new workspace holding `documents`: each question sent as a customer message in
- * `language`; the first citation is its answer's article, the retrieval's order gives hit@3 and MRR.
+ * `language`. hit@1 is its answer's first citation (none when it declines); hit@3 and MRR are the
+ * knowledge search's order, before the relevance threshold, as BM25's are.
  */
 export async function agentScores(
   database: DatabaseHandle,
@@ -103,31 +163,7 @@ export async function agentScores(
 ): Promise<Scores> {
   const bench = await startBenchApp(database, env);
   try {
-    const tenantId = `answers-${language}-${Math.random().toString(36).slice(2, 8)}`;
-    await bench.services.tenants.createTenant({ tenant_id: tenantId, name: tenantId });
-    const { secret } = await bench.services.tenants.createApiKey(tenantId, {
-      name: 'answers',
-      scopes: ['knowledge:write', 'conversations:write', 'agents:write'],
-    });
-    const call = async <T>(method: string, url: string, body: unknown): Promise<T> => {
-      const response = await fetch(`${bench.origin}${url}`, {
-        method,
-        headers: { 'x-api-key': secret, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const json = (await response.json()) as T;
-      if (response.status >= 300) throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(json)}`);
-      return json;
-    };
-    const slugOf = new Map<string, string>();
-    for (const doc of documents) {
-      const made = await call<{ id: string }>('POST', '/api/v1/documents', {
-        title: doc.title,
-        content: doc.content,
-        language,
-      });
-      slugOf.set(made.id, doc.slug);
-    }
+    const { tenantId, call, slugOf } = await newWorkspace(bench, documents, language);
 
     const rows: { hit1: number; hit3: number; rr: number }[] = [];
     let facts = 0;
@@ -136,8 +172,8 @@ export async function agentScores(
       const text = question.q[language];
       if (!text) continue;
       const message = await call<AgentMessage>('POST', '/api/v1/messages', { content: text, language });
-      const retrieval = await bench.services.agent.retrieve(tenantId, text, { language, limit: 10 });
-      const ranked = retrieval.passages.map((p) => slugOf.get(p.document_id) ?? '');
+      const found = await searchKnowledge(database.db, tenantId, text, { language, limit: 10 });
+      const ranked = found.map((p) => slugOf.get(p.document_id) ?? '');
       const first = message.citations[0] ? slugOf.get(message.citations[0].document_id) : undefined;
       const scores = rankScores(ranked, question.slug);
       rows.push({ ...scores, hit1: first === question.slug ? 1 : 0 });

@@ -4,8 +4,9 @@
 //   npm run bench:answers                         # PGlite, every corpus and language
 //   BENCH_CORPORA=files BENCH_LANGUAGES=en,fr npm run bench:answers
 //   DATABASE_URL=postgres://… npm run bench:answers
+//   npm run bench:answers -- --calibrate           # the relevance threshold, from the tuning corpus
 import { withBenchDatabase } from '../support.js';
-import { agentScores, bm25Scores, loadCorpus, loadQuestions, type Scores } from './evaluate.js';
+import { agentScores, bm25Scores, loadCorpus, loadQuestions, offTopicRanks, type Scores } from './evaluate.js';
 
 const CORPORA = (process.env.BENCH_CORPORA ?? 'files,system').split(',');
 const LANGUAGES = (process.env.BENCH_LANGUAGES ?? 'en,fr,de,es').split(',');
@@ -27,6 +28,27 @@ function line(corpus: string, language: string, who: string, s: Scores): string 
   ].join(' | ');
 }
 
+/** Off-topic questions the agent may answer at most: 2 in 10. */
+const OFF_TOPIC_ANSWERED = 0.2;
+
+/**
+ * The relevance threshold: the lowest rank that leaves at most 2 in 10 of the tuning corpus's
+ * off-topic questions answered, in every language together (src/domain/knowledge-search.ts).
+ */
+async function calibrate() {
+  await withBenchDatabase('bench_answers', async (database) => {
+    const set = loadQuestions('files');
+    const ranks: number[] = [];
+    for (const language of LANGUAGES)
+      ranks.push(...(await offTopicRanks(database, loadCorpus('files', language), set, language)));
+    ranks.sort((a, b) => b - a);
+    const allowed = Math.floor(ranks.length * OFF_TOPIC_ANSWERED);
+    const threshold = Math.ceil(((ranks[allowed] ?? 0) + 1e-6) * 1000) / 1000;
+    console.log(`off-topic ranks, highest first: ${ranks.map((r) => r.toFixed(3)).join(' ')}`);
+    console.log(`RELEVANT_RANK = ${threshold} (answers ${allowed} of ${ranks.length} off-topic questions at most)`);
+  });
+}
+
 async function main() {
   console.log(
     '| corpus | language | system | hit@1 | hit@3 | MRR | states the fact | off-topic answered | median answer (chars) |',
@@ -45,4 +67,4 @@ async function main() {
   });
 }
 
-await main();
+await (process.argv.includes('--calibrate') ? calibrate() : main());

@@ -4,11 +4,13 @@
 //      (case-insensitive, `_` matching a space) is called, its arguments taken from `key=value`
 //      pairs in the message; once the results are in, it reports them;
 //   2. a handoff agent whose name appears in the message takes the conversation;
-//   3. otherwise the answer is the best-ranked passage of the tenant's documents (the engine
-//      searched them and kept only passages at or above the rank threshold), citing its document;
+//   3. otherwise the answer is the part of the best-ranked passage that answers the question (the
+//      engine searched them and kept only passages at or above the rank threshold), citing its
+//      document;
 //   4. with no such passage it says it does not know, and the engine records a knowledge gap.
 import { randomUUID } from 'node:crypto';
 import { cutText } from '../lib/text.js';
+import { answerSentences } from './answer-sentences.js';
 import type { Citation, Passage, Provider, StepRequest, StepResult, ToolCall, ToolSpec, TurnItem } from './types.js';
 
 export const UNKNOWN_ANSWER =
@@ -64,8 +66,9 @@ export function argumentsFor(tool: ToolSpec, pairs: Record<string, string>): Rec
   return args;
 }
 
-function answerFrom(passage: Passage): string {
-  const text = passage.content.trim() || passage.snippet.trim();
+/** The part of the passage that answers `question` (src/agent/answer-sentences.ts), at most 1,500 characters. */
+function answerFrom(passage: Passage, question: string): string {
+  const text = answerSentences(question, passage.content.trim() || passage.snippet.trim());
   if (text.length <= MAX_ANSWER_CHARS) return text;
   const cut = cutText(text, MAX_ANSWER_CHARS);
   const end = Math.max(cut.lastIndexOf('. '), cut.lastIndexOf('.\n'));
@@ -151,7 +154,7 @@ function decide(request: StepRequest): StepResult {
   // Rule 3: the best passage at or above the threshold.
   const best = request.passages[0];
   if (best) {
-    const text = answerFrom(best);
+    const text = answerFrom(best, message);
     stream(text, request.onDelta);
     return { text, calls: [], citations: [citationOf(best)] };
   }

@@ -18,6 +18,7 @@ import { idempotencyLeaseToken } from './migrations/0012-idempotency-lease-token
 import { jobsDueByKind } from './migrations/0013-jobs-due-by-kind.js';
 import { jobsFollowUp } from './migrations/0014-jobs-follow-up.js';
 import { messageTraces } from './migrations/0015-message-traces.js';
+import { knowledgePassages } from './migrations/0016-knowledge-passages.js';
 import { passageEmbeddings } from './migrations/0017-passage-embeddings.js';
 import type { Database } from './schema.js';
 
@@ -42,6 +43,7 @@ export const MIGRATIONS: Migration[] = [
   jobsDueByKind,
   jobsFollowUp,
   messageTraces,
+  knowledgePassages,
   passageEmbeddings,
 ];
 

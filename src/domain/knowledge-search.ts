@@ -1,46 +1,53 @@
-// Retrieval over a tenant's knowledge: PostgreSQL full-text search over documents and their
-// translations, one passage per document, in the asked language where a translation exists.
-// The agent (DESIGN.md §8, rule 3) answers from the best passage; below its threshold it records
-// a knowledge gap.
+// Retrieval over a tenant's knowledge for the agent: its passages ranked by BM25
+// (src/domain/passage-ranking.ts), the best passage of each document, in the asked language where
+// a translation has one. The agent (DESIGN.md §8, rule 3) answers from the best passage; below
+// its threshold it declines and records a knowledge gap (docs/knowledge.md).
 //
-// Rank scale: `ts_rank_cd(vector, query, 32)` — cover density (how many query words, how close
-// together, how often, weighted by where), mapped to r/(r + 1). So every rank lies in (0, 1),
-// higher is better, and only passages matching at least one query word are returned. Weights:
-// a word in the title counts 1.0, in a translation's related questions 0.4, in the body 0.2.
-// Measured on short help articles:
-//   one query word once in the body                 ≈ 0.17  (the page merely mentions a word)
-//   two query words together, or one twice, in body ≈ 0.29
-//   a query word in the title                       ≥ 0.5
-// RELEVANT_RANK (0.2) separates "this passage is about the question" from "it mentions a word of
-// it"; the agent answers at or above it and records a knowledge gap below (docs/knowledge.md).
+// Rank scale: the share of the question's information a passage holds, in [0, 1): every word of
+// the question weighs by its rarity in the tenant's passages, words the knowledge never uses
+// included, so a question about something else scores low. RELEVANT_RANK is calibrated on
+// questions the knowledge does not answer (bench/answers: at most 2 in 10 of them answered).
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
-import { ALL_SEARCH_CONFIGS, anyWordsQuery, normalizeLanguage } from './text-search.js';
+import { type RankedPassage, rankPassages } from './passage-ranking.js';
+import { ALL_SEARCH_CONFIGS, normalizeLanguage } from './text-search.js';
 
 export interface KnowledgePassage {
   document_id: string;
   title: string;
-  /** Up to ~40 words of `content` around the matched words, fragments joined by ` … `. */
+  /** The passage's words around the question's, up to ~40, fragments joined by ` … `. */
   snippet: string;
-  /** The whole text of the passage (the document, or its translation). */
+  /** The passage's text: a section of its document (or translation), a few paragraphs at most. */
   content: string;
+  /** The passage's headings, outermost first, joined by ` > ` ('' before the first heading). */
+  heading: string;
   language: string;
   source_id: string | null;
-  /** In (0, 1); higher is better. See the module header for the scale. */
+  /** In [0, 1); higher is better. See the module header for the scale. */
   rank: number;
 }
 
-/** The rank at or above which a passage is about the question rather than mentioning a word of it. */
-export const RELEVANT_RANK = 0.2;
+/** The rank at or above which a passage answers the question rather than sharing a word with it. */
+export const RELEVANT_RANK = 0.079;
 
-const RANK_NORMALIZATION = 32;
+/** Passages ranked before they are gathered by document: enough for `limit` documents. */
+const PASSAGES_PER_DOCUMENT = 8;
+
+/**
+ * A document's rank from its passages' scores, best first: its best passage, and half its second
+ * and a quarter of its third, so a document answering the question in several places ranks above
+ * one that mentions its words once; divided by 1.75 to stay in [0, 1).
+ */
+export const documentRank = (scores: number[]): number =>
+  ((scores[0] ?? 0) + 0.5 * (scores[1] ?? 0) + 0.25 * (scores[2] ?? 0)) / 1.75;
+
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
 
 /**
- * Full-text search over the tenant's documents and their translations; prefers passages in
- * `language` when a translation exists. Best first. Words of `query` are OR-ed: a passage
- * matching more of them, closer together and in its title ranks higher.
+ * The best passage of each of the `limit` best documents for `query`, best first. With
+ * `language`, a document that has a translation in it (or in its primary language, `fr` for
+ * `fr-CA`) is quoted from the translation: its passage that matched, or the one in the same place.
  */
 export async function searchKnowledge(
   db: Db,
@@ -48,67 +55,74 @@ export async function searchKnowledge(
   query: string,
   options: { language?: string; limit?: number } = {},
 ): Promise<KnowledgePassage[]> {
-  const text = anyWordsQuery(query);
-  if (text === '') return [];
+  if (query.trim() === '') return [];
   const limit = Math.min(Math.max(Math.trunc(options.limit ?? 5), 1), 50);
-
-  const top = await sql<{ document_id: string; rank: number }>`
-    ${documentRanks(tenantId, text)} order by rank desc, document_id desc limit ${limit}
-  `.execute(db);
-  if (top.rows.length === 0) return [];
-  const ids = top.rows.map((r) => r.document_id);
-
-  // Every passage of the chosen documents, each ranked against the query in its own language.
-  const rows = await sql<{
-    document_id: string;
-    is_original: boolean;
-    title: string;
-    content: string;
-    language: string;
-    source_id: string | null;
-    rank: number;
-    snippet: string;
-  }>`
-    with p as (
-      select d.id as document_id, true as is_original, d.title, d.content, d.language, d.source_id,
-             d.search_config, d.search_vector
-      from documents d where d.tenant_id = ${tenantId} and d.id in (${sql.join(ids)})
-      union all
-      select t.document_id, false, t.title, t.content, t.language, d.source_id, t.search_config, t.search_vector
-      from document_translations t join documents d on d.id = t.document_id and d.tenant_id = ${tenantId}
-      where t.tenant_id = ${tenantId} and t.document_id in (${sql.join(ids)})
-    )
-    select document_id, is_original, title, content, language, source_id,
-           ts_rank_cd(search_vector, websearch_to_tsquery(search_config, ${text}), ${RANK_NORMALIZATION})::float8 as rank,
-           ts_headline(search_config, content, websearch_to_tsquery(search_config, ${text}), ${HEADLINE_OPTIONS}) as snippet
-    from p
-  `.execute(db);
-
-  const wanted = options.language ? normalizeLanguage(options.language) : undefined;
-  const wantedPrimary = wanted?.split('-')[0];
-  const passages: KnowledgePassage[] = [];
-  for (const { document_id, rank } of top.rows) {
-    const own = rows.rows.filter((r) => r.document_id === document_id);
-    const inLanguage =
-      wanted === undefined
-        ? undefined
-        : (own.find((r) => r.language === wanted) ?? own.find((r) => r.language.split('-')[0] === wantedPrimary));
-    // Otherwise the best-matching passage; on a tie, the original document.
-    const best = [...own].sort((a, b) => b.rank - a.rank || Number(b.is_original) - Number(a.is_original))[0];
-    const chosen = inLanguage ?? best;
-    if (!chosen) continue;
-    passages.push({
-      document_id,
-      title: chosen.title,
-      snippet: chosen.snippet,
-      content: chosen.content,
-      language: chosen.language,
-      source_id: chosen.source_id,
-      rank: toRank(rank),
-    });
+  const ranked = await rankPassages(db, tenantId, query, { limit: limit * PASSAGES_PER_DOCUMENT });
+  const byDocument = new Map<string, RankedPassage[]>();
+  for (const passage of ranked) {
+    const held = byDocument.get(passage.document_id);
+    if (held) held.push(passage);
+    else byDocument.set(passage.document_id, [passage]);
   }
-  return passages;
+  const best = [...byDocument.values()]
+    .map((passages) => ({ passage: passages[0] as RankedPassage, rank: documentRank(passages.map((p) => p.score)) }))
+    .sort((a, b) => b.rank - a.rank)
+    .slice(0, limit);
+  if (best.length === 0) return [];
+  const wanted = options.language ? normalizeLanguage(options.language) : null;
+  const quoted = await quotedPassages(
+    db,
+    tenantId,
+    query,
+    best.map((b) => b.passage),
+    wanted,
+  );
+  return best.flatMap(({ passage, rank }) => {
+    const quote = quoted.get(passage.passage_id);
+    if (!quote) return [];
+    return [{ ...quote, document_id: passage.document_id, rank: toRank(rank) }];
+  });
 }
+
+/**
+ * For each matched passage, what is quoted: the passage itself, or with `wanted`, the passage in
+ * that language in the same place of the document (the nearest ordinal), with the title and
+ * snippet in that language.
+ */
+async function quotedPassages(
+  db: Db,
+  tenantId: string,
+  query: string,
+  matched: RankedPassage[],
+  wanted: string | null,
+) {
+  const primary = wanted?.split('-')[0] ?? null;
+  const rows = await sql<{ matched_id: string } & Omit<KnowledgePassage, 'document_id' | 'rank'>>`
+    with matched as (
+      select * from unnest(${matched.map((m) => m.passage_id)}::bigint[], ${matched.map((m) => m.document_id)}::uuid[],
+                           ${matched.map((m) => m.ordinal)}::int[], ${matched.map((m) => m.language)}::text[])
+        as m(id, document_id, ordinal, language)
+    )
+    select m.id::text as matched_id, coalesce(t.title, d.title) as title, p.content, p.heading, p.language, d.source_id,
+           ts_headline(p.search_config, p.content, plainto_tsquery(p.search_config, ${query}), ${HEADLINE_OPTIONS}) as snippet
+    from matched m
+    join documents d on d.id = m.document_id and d.tenant_id = ${tenantId}
+    cross join lateral (
+      select q.* from knowledge_passages q
+      where q.tenant_id = ${tenantId} and q.document_id = m.document_id
+        and (q.id = m.id or (${wanted}::text is not null and m.language <> ${wanted}::text
+                             and (q.language = ${wanted}::text or split_part(q.language, '-', 1) = ${primary}::text)))
+      order by (q.language = ${wanted}::text) desc nulls last, (split_part(q.language, '-', 1) = ${primary}::text) desc nulls last,
+               (q.id <> m.id), abs(q.ordinal - m.ordinal), q.ordinal
+      limit 1
+    ) p
+    left join document_translations t on t.id = p.translation_id
+  `.execute(db);
+  return new Map(rows.rows.map(({ matched_id, ...quote }) => [matched_id, quote]));
+}
+
+/** `ts_rank_cd`'s normalisation 32: rank/(rank + 1), so a list's ranks lie in (0, 1). */
+const RANK_NORMALIZATION = 32;
 
 /**
  * `select document_id, rank` for every document of the tenant whose text or a translation matches
@@ -138,5 +152,5 @@ export function documentRanks(tenantId: string, text: string, options: { sourceI
   `;
 }
 
-/** rank/(rank + 1) is already applied by normalization 32; round away float noise. */
+/** Rounds away float noise. */
 const toRank = (value: number): number => Math.round(Number(value) * 1e6) / 1e6;

@@ -1,0 +1,30 @@
+// The words of a customer's question that say nothing about its subject: how it is asked ("how do
+// I", "is there a way to", "I would like to"), not what it is about. PostgreSQL's stop-word lists
+// drop articles and pronouns but keep these, and in a help centre they match everywhere. They are
+// stemmed by each language's configuration before they are taken out of a question's words.
+
+const FILLER: Readonly<Record<string, string>> = {
+  english:
+    'how what which when where who why can could would should will shall may might must do does did done ' +
+    'doing want wanted wants need needs like know tell show let get got make way ways possible please help ' +
+    'there here thing things something anything someone anyone one ones just only also still really ' +
+    'able use using used go going try trying find out see sure instead',
+  french:
+    'comment quoi quel quelle quels quelles quand où qui pourquoi est-ce peut peux pouvez pourrais pourrait ' +
+    'puis voudrais voudrait veux voulez faut faire fait savoir sais sait dire montrer moyen façon possible ' +
+    "plaît aide aider chose quelque seulement aussi encore vraiment utiliser trouver voir d'abord",
+  german:
+    'wie was welche welcher welches wann wo wer warum kann kannst können könnte würde sollte muss möchte ' +
+    'möchten will wollen brauche brauchen machen mache wissen weiß zeigen zeig lassen gibt geht möglich ' +
+    'bitte hilfe helfen etwas jemand nur auch noch wirklich benutzen verwenden finden sehen',
+  spanish:
+    'cómo como qué cuál cuáles cuándo dónde quién por puedo puede pueden podría quiero quisiera querría ' +
+    'necesito hacer hago saber sé decir mostrar muéstrame manera forma posible favor ayuda ayudar algo ' +
+    'alguien solo también todavía realmente usar utilizar encontrar ver',
+};
+
+/** The filler words of the language of a text-search configuration, as one text to stem ('' if none). */
+export const fillerWords = (config: string): string => FILLER[config] ?? '';
+
+/** Every configuration's filler words, for SQL that parses a question with each configuration in use. */
+export const FILLER_BY_CONFIG: Readonly<Record<string, string>> = FILLER;
