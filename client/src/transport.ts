@@ -155,6 +155,7 @@ async function attemptOnce(base: FetchLike, request: Request, signal: AbortSigna
         headers: response.headers,
       });
     }
+    arm(); // from the headers on, the timeout is the longest silence between two chunks
     return new Response(watchedBody(response.body, arm, settle, failure), {
       status: response.status,
       statusText: response.statusText,
