@@ -6,6 +6,8 @@
 // no secret and (unless TRACE_PROMPTS) no prompt stored, simulations and the dashboard report.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_ANSWER } from '../src/agent/builtin-provider.js';
@@ -258,6 +260,41 @@ describe('the trace endpoint', () => {
     expectError(customer, 404, 'not_found');
     expect(customer.body.error.message).toMatch(/only the agent's messages/);
     expectError(await traceOf(builtin, key, '0190a0a0-0000-7000-8000-000000000001'), 404, 'not_found');
+  });
+
+  it('is the MCP tool get_message_trace, under the same scope', async () => {
+    const { tenantId, key } = await builtin.tenant();
+    const sent = await send(builtin, key, { content: 'Hello' });
+    await builtin.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = builtin.app.server.address() as AddressInfo;
+    const connect = async (apiKey: string) => {
+      const client = new Client({ name: 'turn-trace-test', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/v1/mcp`), {
+        requestInit: { headers: { 'X-API-Key': apiKey } },
+      });
+      await client.connect(transport);
+      return client;
+    };
+    const reader = await connect(await builtin.key(tenantId, ['conversations:read']));
+    try {
+      const result = await reader.callTool({ name: 'get_message_trace', arguments: { message_id: sent.body.id } });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({
+        object: 'message_trace',
+        message_id: sent.body.id,
+        question: 'Hello',
+        decision: { type: 'decline' },
+      });
+    } finally {
+      await reader.close();
+    }
+    const stranger = await connect(await builtin.key(tenantId, ['knowledge:read']));
+    try {
+      const tools = await stranger.listTools();
+      expect(tools.tools.map((tool) => tool.name)).not.toContain('get_message_trace');
+    } finally {
+      await stranger.close();
+    }
   });
 
   it('is gone with the conversation', async () => {
