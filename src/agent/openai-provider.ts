@@ -99,7 +99,7 @@ function systemPrompt(request: StepRequest): string {
         'If they do not answer the question, say that you do not know.',
     );
     request.passages.forEach((passage, i) => {
-      parts.push(`[${i + 1}] ${passage.title}\n${passage.content}`);
+      parts.push(`[${i + 1}] ${passage.title}${passage.heading ? ` > ${passage.heading}` : ''}\n${passage.content}`);
     });
   } else {
     parts.push('No workspace document matches this question; if you cannot answer it, say that you do not know.');

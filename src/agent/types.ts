@@ -30,7 +30,10 @@ export interface Passage {
   document_id: string;
   title: string;
   snippet: string;
+  /** The passage's text: a section of its document, a few paragraphs at most. */
   content: string;
+  /** Its headings in the document, outermost first, joined by ` > ` (absent or '' before the first). */
+  heading?: string;
   language: string;
   source_id: string | null;
   rank: number;

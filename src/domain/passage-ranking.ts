@@ -55,7 +55,7 @@ export interface RankedPassage {
 }
 
 /** Numbers and e-mail addresses, as the parser leaves them. */
-const INCIDENTAL = /^[\d.,:/-]+$|@/;
+const INCIDENTAL = /^[+#]?[\d.,:/-]+$|@/;
 
 /** A word of the question in one configuration, with its weight. */
 interface Word {
@@ -127,7 +127,7 @@ async function readQuestion(db: Db, tenantId: string, question: string) {
     // customer's e-mail) names no topic: it would only make every passage look less relevant. Nor
     // does a number of one or two digits anywhere ("3 days", "item 12"): only a longer one the
     // knowledge uses (an error code, a year, a model) is a word of the question.
-    if ((df === 0 && INCIDENTAL.test(row.term)) || /^\d{1,2}$/.test(row.term)) continue;
+    if ((df === 0 && INCIDENTAL.test(row.term)) || /^\+?\d{1,2}$/.test(row.term)) continue;
     const n = Math.max(row.passages, RANKING.priorPassages);
     reading.words.push({ term: row.term, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) });
   }
