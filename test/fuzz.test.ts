@@ -592,17 +592,24 @@ function mcpPostVariants(salt: number, run: number): Variant[] {
       expect: [400],
     },
     {
-      kind: 'Accept without event streams',
+      kind: 'Accept of JSON only (a plain JSON-RPC client)',
       url: MCP_PATH,
       json: ping,
       headers: { accept: 'application/json' },
-      expect: [406],
+      expect: [200],
     },
     {
-      kind: 'Accept without JSON',
+      kind: 'Accept of event streams only',
       url: MCP_PATH,
       json: ping,
       headers: { accept: 'text/event-stream' },
+      expect: [200],
+    },
+    {
+      kind: 'Accept of neither JSON nor event streams',
+      url: MCP_PATH,
+      json: ping,
+      headers: { accept: 'text/html' },
       expect: [406],
     },
     {
@@ -630,7 +637,7 @@ function mcpPostVariants(salt: number, run: number): Variant[] {
       json: Array.from({ length: 101 }, (_, id) => ({ ...ping, id })),
       expect: [400],
     });
-    out.push({ kind: 'no Accept', url: MCP_PATH, json: ping, headers: { accept: '' }, expect: [406] });
+    out.push({ kind: 'no Accept', url: MCP_PATH, json: ping, headers: { accept: '' }, expect: [200] });
     out.push({ kind: 'no credentials', url: MCP_PATH, json: ping, credentials: 'none', expect: [401] });
     out.push({ kind: 'wrong credentials', url: MCP_PATH, json: ping, credentials: 'wrong', expect: [401] });
     out.push({ kind: 'key of one scope', url: MCP_PATH, json: sample(arbs.request, salt + 6), credentials: 'narrow' });
