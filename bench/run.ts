@@ -1,4 +1,4 @@
-// The benchmark of record (issue 10), one command: `npm run bench` (PGlite) or
+// The benchmark of record, one command: `npm run bench` (PGlite) or
 // `DATABASE_URL=postgres://… npm run bench`. It builds and starts the real server as its own
 // process (compiled, as `npm start` runs it), loads it with autocannon on 127.0.0.1 only, and measures:
 //   hello       a bare Fastify hello-world (the HTTP ceiling)
@@ -274,7 +274,7 @@ async function openPointPGlite(pointDir: string | undefined) {
 }
 
 /**
- * The ceiling of issue #10: the point query as the driver sends it (unnamed statements), straight
+ * The database ceiling: the point query as the driver sends it (unnamed statements), straight
  * on the database: PostgreSQL through the API's driver and pool of 10, or PGlite's own `query` in
  * this thread (on the point table's files, which nothing else holds open meanwhile).
  */

@@ -246,7 +246,7 @@ describe('the message turns stream when asked', () => {
     expect(type).toBe('text/event-stream');
     expect(r.text).toContain('event: done');
     expect(declared('POST', '/api/v1/messages', 200).content[type]).toBeDefined();
-    // Like every answer the rate limit counts (README: Rate limits), the stream carries its headers.
+    // Like every answer the rate limit counts (docs/api.md: Rate limits), the stream carries its headers.
     for (const name of ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id']) {
       expect(r.headers[name], name).toBeDefined();
     }

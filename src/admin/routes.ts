@@ -45,7 +45,7 @@ const NewApiKey = Type.Object(
   { title: 'NewApiKey' },
 );
 
-// Workspace owners (issue 11): they sign in to /admin/settings/integrations/api to manage keys.
+// Workspace owners: they sign in to /admin/settings/integrations/api to manage keys.
 const Owner = Type.Object(
   { id: Uuid, object: Type.Literal('owner'), tenant_id: Type.String(), email: Type.String(), created_at: Timestamp },
   { title: 'Owner' },

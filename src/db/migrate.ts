@@ -102,7 +102,7 @@ async function refuseNewerDatabase(db: Kysely<Database>, schema: string): Promis
   throw Object.assign(
     new Error(
       `the database was migrated by a newer version of this server (migrations ${unknown.join(', ')}); ` +
-        'run that version or a later one (README: Upgrading)',
+        'run that version or a later one (docs/upgrading.md)',
     ),
     { code: 'EDBNEWER' },
   );

@@ -243,7 +243,7 @@ export interface MessageTracesTable {
   updated_at: Timestamp;
 }
 
-// Knowledge (issue 3): jobs, sources, documents, translations, knowledge update requests.
+// Knowledge: jobs, sources, documents, translations, knowledge update requests.
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
 export interface JobsTable {
@@ -342,7 +342,7 @@ export interface KnowledgeGapOccurrencesTable {
   created_at: Timestamp;
 }
 
-// Tasks and accounts (issue 6, src/db/migrations/0005-tasks-accounts.ts).
+// Tasks and accounts (src/db/migrations/0005-tasks-accounts.ts).
 export interface UsersTable {
   id: string;
   tenant_id: string;
@@ -485,7 +485,7 @@ export interface WebhookDeliveriesTable {
   updated_at: Timestamp;
 }
 
-// Coverage (issue 8, src/db/migrations/0008-coverage-analytics.ts).
+// Coverage (src/db/migrations/0008-coverage-analytics.ts).
 export interface CoverageReferentialsTable {
   id: string;
   tenant_id: string;

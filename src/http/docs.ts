@@ -69,7 +69,7 @@ export async function registerOpenApi(
 }
 
 /**
- * Where the paths are served (README: Tenancy). First the host this document was read from (a
+ * Where the paths are served (docs/api.md: Tenancy). First the host this document was read from (a
  * relative URL): the interactive reference at /docs tries requests there, so they reach the
  * server showing it. Then `{base_url}`, a tenant's own host, as the spec has it; then PUBLIC_URL
  * when this deployment knows its public origin.
@@ -198,7 +198,7 @@ function withIdempotency<T extends { paths?: unknown }>(document: T): T {
   return document;
 }
 
-/** The response headers the server sends (README: Rate limits, Request ids, Idempotency), declared once. */
+/** The response headers the server sends (docs/api.md: Rate limits, Request ids, Idempotency), declared once. */
 const RESPONSE_HEADERS = {
   'X-Request-Id': {
     description:

@@ -92,7 +92,7 @@ const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
  * id }`, what the server would send, and the message is answered without one. Seven zod passes
  * over it and its result (the exchange's own parse below, the SDK's three schema guards, the
  * request parsed twice, the result once), an AbortController and a promise chain: without them a
- * tool call takes a quarter to nearly half less of the server's CPU (bench/README.md, session 19).
+ * tool call takes a quarter to nearly half less of the server's CPU (measured with bench/run.ts).
  * Anything else is left to a server.
  */
 function plainToolCall(message: unknown): { id: RequestId; params: ToolCall } | undefined {

@@ -259,7 +259,7 @@ export const conversationOperations = [
     body: SendBody,
     response: Message,
     eventStream: TURN_EVENT_STREAM,
-    // An unknown `conversation_id` answers 404 rather than 422 (README, departures: issue #5).
+    // An unknown `conversation_id` answers 404 rather than 422 (docs/limitations.md, departures).
     errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict', 'turn_limit_exceeded'],
     handler: (ctx) =>
       answerTurn(ctx as OperationContext<unknown, unknown, unknown>, (onEvent) =>
