@@ -216,4 +216,16 @@ describe('tracing', () => {
     expect(traceId).toBe(job?.traceId);
     expect(spans.some((span) => span.name === 'db SELECT' && span.parentSpanId === work?.spanId)).toBe(true);
   });
+
+  // Last: it stops tracing for the rest of the file.
+  it('stopping (the server shutting down) sends the spans not yet sent', async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': requestId } });
+    await stopTracing();
+    const exported = collector
+      .spans()
+      .some((span) => span.kind === SERVER && attribute(span, 'workspace.request_id') === requestId);
+    expect(exported).toBe(true);
+    expect(currentTraceId()).toBeUndefined();
+  });
 });
