@@ -8,23 +8,12 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/scopes.js';
-import { SERVER, startFlags } from './support.js';
-
-interface AutocannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number; max: number };
-  non2xx: number;
-  errors: number;
-}
-const autocannon = createRequire(import.meta.url)('autocannon') as (
-  options: Record<string, unknown>,
-) => Promise<AutocannonResult>;
+import { autocannon, SERVER, startFlags } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);

@@ -2,6 +2,7 @@
 // dropped at the end; in-memory PGlite otherwise), migrated, and the app listening on 127.0.0.1.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
@@ -54,3 +55,16 @@ export function startFlags(): string[] {
   const { scripts } = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } };
   return (/node ((?:--\S+ )*)dist\/src\/cli\/main\.js/.exec(scripts.start)?.[1] ?? '').split(' ').filter(Boolean);
 }
+
+/** What the benchmarks read of an autocannon run. */
+export interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; max: number };
+  non2xx: number;
+  errors: number;
+}
+
+/** autocannon (CommonJS, untyped), loaded once for every benchmark. */
+export const autocannon = createRequire(import.meta.url)('autocannon') as (
+  options: Record<string, unknown>,
+) => Promise<AutocannonResult>;
