@@ -140,89 +140,12 @@ export function createTurnTrace(provider: Provider, options: TraceOptions, data:
     data,
 
     /** Runs the knowledge search, recording the question, every candidate and its rank. */
-    async search(
-      question: string,
-      language: string | null,
-      threshold: number,
-      run: () => Promise<Passage[]>,
-    ): Promise<Passage[]> {
-      const start = performance.now();
-      const search: NonNullable<TraceData['search']> = {
-        question,
-        language,
-        threshold,
-        duration_ms: 0,
-        error: null,
-        candidates: [],
-      };
-      data.search = search;
-      try {
-        const found = await withSpan('knowledge.search', { 'search.language': language ?? '' }, run);
-        search.candidates = found.map((p) => ({
-          document_id: p.document_id,
-          title: p.title,
-          source_id: p.source_id,
-          language: p.language,
-          rank: p.rank,
-          used: p.rank >= threshold,
-          cited: false,
-        }));
-        return found;
-      } catch (error) {
-        search.error = failureOf(error);
-        throw error;
-      } finally {
-        search.duration_ms = since(start);
-        recordKnowledgeSearch(search.duration_ms / 1000);
-      }
-    },
+    search: (question: string, language: string | null, threshold: number, run: () => Promise<Passage[]>) =>
+      traceSearch(data, { question, language, threshold }, run),
 
     /** Runs one provider step, recording its model, latency, usage, cost and outcome. */
-    async providerCall(step: number, call: () => Promise<StepResult>): Promise<StepResult> {
-      const model = provider.model ?? provider.name;
-      const record: TraceProviderCall = {
-        step,
-        provider: provider.name,
-        model,
-        started_at: new Date().toISOString(),
-        duration_ms: 0,
-        status: 'completed',
-        error: null,
-        input_tokens: null,
-        output_tokens: null,
-        usage_reported: false,
-        cost: null,
-        text_chars: 0,
-        tool_calls: [],
-        prompt: null,
-      };
-      data.provider_calls.push(record);
-      const start = performance.now();
-      try {
-        const result = await withSpan(
-          'agent.provider_call',
-          { 'llm.provider': provider.name, 'llm.model': model },
-          call,
-        );
-        record.model = result.model ?? model;
-        if (result.usage) {
-          record.input_tokens = result.usage.input_tokens;
-          record.output_tokens = result.usage.output_tokens;
-          record.usage_reported = result.usage.reported;
-        }
-        record.cost = costOf(options.prices, record.model, record.input_tokens, record.output_tokens);
-        record.text_chars = result.text.length;
-        record.tool_calls = result.calls.map((c) => c.name);
-        if (options.storePrompts && result.prompt !== undefined) record.prompt = result.prompt;
-        return result;
-      } catch (error) {
-        record.status = 'failed';
-        record.error = failureOf(error);
-        throw error;
-      } finally {
-        record.duration_ms = since(start);
-      }
-    },
+    providerCall: (step: number, call: () => Promise<StepResult>) =>
+      traceProviderCall(data, provider, options, step, call),
 
     /** The calls of a step, as the engine offered their tools. */
     called(calls: ToolCall[], typeOf: (name: string) => TraceFunctionCall['type'] | undefined) {
@@ -306,3 +229,89 @@ export function createTurnTrace(provider: Provider, options: TraceOptions, data:
 }
 
 export type TurnTrace = ReturnType<typeof createTurnTrace>;
+
+/** The knowledge search of a run, recorded: the question, every candidate and its rank. */
+async function traceSearch(
+  data: TraceData,
+  { question, language, threshold }: { question: string; language: string | null; threshold: number },
+  run: () => Promise<Passage[]>,
+): Promise<Passage[]> {
+  const start = performance.now();
+  const search: NonNullable<TraceData['search']> = {
+    question,
+    language,
+    threshold,
+    duration_ms: 0,
+    error: null,
+    candidates: [],
+  };
+  data.search = search;
+  try {
+    const found = await withSpan('knowledge.search', { 'search.language': language ?? '' }, run);
+    search.candidates = found.map((p) => ({
+      document_id: p.document_id,
+      title: p.title,
+      source_id: p.source_id,
+      language: p.language,
+      rank: p.rank,
+      used: p.rank >= threshold,
+      cited: false,
+    }));
+    return found;
+  } catch (error) {
+    search.error = failureOf(error);
+    throw error;
+  } finally {
+    search.duration_ms = since(start);
+    recordKnowledgeSearch(search.duration_ms / 1000);
+  }
+}
+
+/** One provider step, recorded: its model, latency, usage, cost and outcome. */
+async function traceProviderCall(
+  data: TraceData,
+  provider: Provider,
+  options: TraceOptions,
+  step: number,
+  call: () => Promise<StepResult>,
+): Promise<StepResult> {
+  const model = provider.model ?? provider.name;
+  const record: TraceProviderCall = {
+    step,
+    provider: provider.name,
+    model,
+    started_at: new Date().toISOString(),
+    duration_ms: 0,
+    status: 'completed',
+    error: null,
+    input_tokens: null,
+    output_tokens: null,
+    usage_reported: false,
+    cost: null,
+    text_chars: 0,
+    tool_calls: [],
+    prompt: null,
+  };
+  data.provider_calls.push(record);
+  const start = performance.now();
+  try {
+    const result = await withSpan('agent.provider_call', { 'llm.provider': provider.name, 'llm.model': model }, call);
+    record.model = result.model ?? model;
+    if (result.usage) {
+      record.input_tokens = result.usage.input_tokens;
+      record.output_tokens = result.usage.output_tokens;
+      record.usage_reported = result.usage.reported;
+    }
+    record.cost = costOf(options.prices, record.model, record.input_tokens, record.output_tokens);
+    record.text_chars = result.text.length;
+    record.tool_calls = result.calls.map((c) => c.name);
+    if (options.storePrompts && result.prompt !== undefined) record.prompt = result.prompt;
+    return result;
+  } catch (error) {
+    record.status = 'failed';
+    record.error = failureOf(error);
+    throw error;
+  } finally {
+    record.duration_ms = since(start);
+  }
+}
