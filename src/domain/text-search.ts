@@ -39,17 +39,6 @@ export function searchConfigSql(languageColumn: string) {
 }
 
 /**
- * A free-text question as an "any of these words" query: words joined with `or` for
- * `websearch_to_tsquery`, which never fails on user input. Questions are long and phrased in
- * many ways, so matching every word (the default AND) would find almost nothing.
- */
-export function anyWordsQuery(text: string): string {
-  const words = text.match(/[\p{L}\p{M}\p{N}]+/gu) ?? [];
-  const distinct = new Set(words.map((w) => w.toLowerCase()).filter((w) => w !== 'or'));
-  return [...distinct].slice(0, 64).join(' or ');
-}
-
-/**
  * A list's full-text query `q`, trimmed. A query of spaces only is refused: it names nothing to
  * search for, and would read as no query in one list and as matching nothing in another.
  */
