@@ -35,7 +35,7 @@ import { FILLER_BY_CONFIG } from './question-words.js';
  * collection that holds none of the question's words, a word the knowledge uses weighs nearly as
  * much as one it does not.
  */
-export const RANKING = {
+const RANKING = {
   k1: 1.2,
   b: 0.5,
   titleWeight: 1.5,
@@ -43,7 +43,7 @@ export const RANKING = {
   commonShare: 0.1,
   maxCandidates: 500,
   priorPassages: 1000,
-};
+} as const;
 
 export interface RankedPassage {
   passage_id: string;
