@@ -3,7 +3,7 @@
 // millions of values or nesting millions deep, to unknown paths, bodiless endpoints, the sign-in
 // form, a row (with a key and without) and MCP, sent in turn from `concurrency` loops until the
 // parent says stop; then it sends the parent `{ sent, statuses }` (status → count; 0: no answer).
-// Used by test/noisy-neighbour.test.ts and bench/noisy-neighbour.ts.
+// Used by test/proof/noisy-neighbour.test.ts and bench/noisy-neighbour.ts.
 // Usage: node bench/noisy-attacker.mjs <base URL> <attacking tenant's key> <concurrency>
 const [base, key, concurrency = '4'] = process.argv.slice(2);
 

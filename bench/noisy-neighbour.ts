@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { autocannon, SERVER, startFlags } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);

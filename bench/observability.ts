@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { requestRecorder } from '../src/observability/metrics.js';
 import { autocannon, SERVER, startFlags } from './support.js';
 

@@ -3,7 +3,7 @@
 // The ceiling loop (run.ts) and the bare Fastify route (floor.ts) both use it.
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { coalescedStatements } from '../src/db/coalesce.js';
-import { ROW_READ_COALESCING } from '../src/domain/custom-data-sources.js';
+import { ROW_READ_COALESCING } from '../src/domain/data/custom-data-sources.js';
 
 export async function createPointTable(db: Kysely<never>, rows: number): Promise<void> {
   await sql`drop table if exists bench_rows`.execute(db);

@@ -28,7 +28,7 @@ import pg from 'pg';
 import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
 import { ThreadSocket } from '../src/db/pglite-thread.js';
 import { prepareStatements } from '../src/db/prepared.js';
-import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { coalescedPointQuery, createPointTable, POINT_SQL, pointQuery } from './point.js';
 import { autocannon, SERVER, startFlags } from './support.js';
 

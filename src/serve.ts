@@ -3,9 +3,9 @@
 import type { Config } from './config.js';
 import { type Db, openDatabaseAtStart } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
-import { createOwnerService } from './domain/owners.js';
-import { ALL_SCOPES } from './domain/scopes.js';
-import type { TenantService } from './domain/tenants.js';
+import { createOwnerService } from './domain/accounts/owners.js';
+import { ALL_SCOPES } from './domain/accounts/scopes.js';
+import type { TenantService } from './domain/accounts/tenants.js';
 import { sweepIdempotencyKeys } from './http/idempotency.js';
 import { tuneHeapGrowth } from './lib/heap.js';
 import { connectRedis } from './lib/redis.js';

@@ -17,12 +17,12 @@ import type { Config } from './config.js';
 import type { Db } from './db/client.js';
 import { isDatabaseUnreachable } from './db/errors.js';
 import { reportDatabaseOutages } from './db/outage.js';
-import { EMBEDDING_LANE } from './domain/embeddings/jobs.js';
+import { createOwnerService } from './domain/accounts/owners.js';
 import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
-import { WEBHOOK_DELIVERY_JOB } from './domain/events.js';
-import { createOwnerService } from './domain/owners.js';
+import { EMBEDDING_LANE } from './domain/knowledge/embeddings/jobs.js';
 import { createServices, type Services } from './domain/services.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
+import { WEBHOOK_DELIVERY_JOB } from './domain/webhooks/events.js';
 import { type AuthContext, type Authenticator, createAuthenticator, presentedKey } from './http/auth.js';
 import { registerBodyDeadline } from './http/body-deadline.js';
 import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
@@ -301,7 +301,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
         // tenants whose receivers hang cannot keep the lane's slots with their backlogs.
         tenantShare: Math.ceil(config.webhookTenantConcurrency / 2),
       },
-      // Embedding jobs wait on the embeddings server (src/domain/embeddings/jobs.ts).
+      // Embedding jobs wait on the embeddings server (src/domain/knowledge/embeddings/jobs.ts).
       EMBEDDING_LANE,
     ],
   });

@@ -12,7 +12,7 @@ import { inject } from 'vitest';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, type Db, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { ALL_SCOPES } from '../src/domain/scopes.js';
+import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { connectRedis } from '../src/lib/redis.js';
 import { type App, buildApp } from '../src/server.js';
 

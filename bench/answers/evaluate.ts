@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import MiniSearch from 'minisearch';
 import type { DatabaseHandle } from '../../src/db/client.js';
-import { searchKnowledge } from '../../src/domain/knowledge-search.js';
+import { searchKnowledge } from '../../src/domain/knowledge/search.js';
 import { startBenchApp } from '../support.js';
 
 export interface CorpusDocument {

@@ -33,7 +33,7 @@ const OFF_TOPIC_ANSWERED = 0.2;
 
 /**
  * The relevance threshold: the lowest rank that leaves at most 2 in 10 of the tuning corpus's
- * off-topic questions answered, in every language together (src/domain/knowledge-search.ts).
+ * off-topic questions answered, in every language together (src/domain/knowledge/search.ts).
  */
 async function calibrate() {
   await withBenchDatabase('bench_answers', async (database) => {

@@ -6,7 +6,7 @@
 //   DATABASE_URL=postgres://… npx tsx bench/answers/scale.ts         # PostgreSQL
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { searchKnowledge } from '../../src/domain/knowledge-search.js';
+import { searchKnowledge } from '../../src/domain/knowledge/search.js';
 import { withBenchDatabase } from '../support.js';
 import { loadCorpus, loadQuestions } from './evaluate.js';
 

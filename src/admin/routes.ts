@@ -3,16 +3,16 @@
 // first start and stored as a hash). The `workspace` CLI talks to these routes over HTTP.
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { DomainError } from '../domain/errors.js';
 import {
   checkOwnerInput,
   EMAIL_PATTERN,
   type OwnerService,
   PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
-} from '../domain/owners.js';
-import { ALL_SCOPES } from '../domain/scopes.js';
-import { TENANT_ID_PATTERN, type TenantService } from '../domain/tenants.js';
+} from '../domain/accounts/owners.js';
+import { ALL_SCOPES } from '../domain/accounts/scopes.js';
+import { TENANT_ID_PATTERN, type TenantService } from '../domain/accounts/tenants.js';
+import { DomainError } from '../domain/errors.js';
 import type { Authenticator } from '../http/auth.js';
 import { ERROR_CATALOGUE } from '../http/errors.js';
 import { hookList } from '../http/hooks.js';

@@ -19,8 +19,12 @@ import { setMaxListeners } from 'node:events';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/client.js';
 import type { Database } from '../db/schema.js';
-import type { AgentRow, AgentService } from '../domain/agents.js';
-import { type ConversationService, isCustomerConversation, type MessageRecord } from '../domain/conversations.js';
+import type { AgentRow, AgentService } from '../domain/conversations/agents.js';
+import {
+  type ConversationService,
+  isCustomerConversation,
+  type MessageRecord,
+} from '../domain/conversations/conversations.js';
 import {
   ConflictError,
   DomainError,
@@ -29,8 +33,8 @@ import {
   NotFoundError,
   ValidationError,
 } from '../domain/errors.js';
-import type { EmitEvent } from '../domain/events.js';
-import { KnowledgeSearchFailure } from '../domain/text-search.js';
+import { KnowledgeSearchFailure } from '../domain/knowledge/text-search.js';
+import type { EmitEvent } from '../domain/webhooks/events.js';
 import { newId } from '../lib/ids.js';
 import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
 import { loadTraceData, saveTrace } from './trace-store.js';
@@ -174,7 +178,7 @@ export interface AgentEngineDeps {
   provider: Provider;
   agents: AgentService;
   conversations: ConversationService;
-  /** Knowledge search (src/domain/knowledge-search.ts), injected. */
+  /** Knowledge search (src/domain/knowledge/search.ts), injected. */
   searchKnowledge: (
     tenantId: string,
     query: string,
@@ -194,7 +198,7 @@ export interface AgentEngineDeps {
   minRank?: number;
   /** Where unexpected turn failures are reported, with the event id the message shows. */
   logError?: (error: unknown, eventId: string) => void;
-  /** Webhook events (src/domain/events.ts): `conversation.turn.waiting_client`. */
+  /** Webhook events (src/domain/webhooks/events.ts): `conversation.turn.waiting_client`. */
   emitEvent?: EmitEvent;
   /**
    * The simulations' engine (src/domain/simulations/index.ts): a message may continue a

@@ -4,7 +4,7 @@
 // turn"). Every query names the tenant.
 import { sql } from 'kysely';
 import type { Db } from '../db/client.js';
-import { isCustomerConversation, type MessageStatus } from '../domain/conversations.js';
+import { isCustomerConversation, type MessageStatus } from '../domain/conversations/conversations.js';
 import { NotFoundError } from '../domain/errors.js';
 import { iso } from '../lib/time.js';
 import type { TraceData, TurnTrace } from './turn-trace.js';

@@ -5,26 +5,26 @@ import type { Db } from '../db/client.js';
 import { createHeavyQueries } from '../db/heavy-queries.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { SecretBox } from '../lib/secret-box.js';
-import { createAnalyticsService } from './analytics.js';
-import { createAppService } from './apps.js';
+import { createTenantService } from './accounts/tenants.js';
+import { createUserService } from './accounts/users.js';
+import { createAnalyticsService } from './analytics/report.js';
+import { createAppService } from './apps/apps.js';
+import { createWorkflowService } from './apps/workflows.js';
 import { createCoverageService } from './coverage/index.js';
 import { createLlmJudge } from './coverage/judge.js';
-import { createCustomDataSourceService } from './custom-data-sources.js';
-import { createDocumentService } from './documents.js';
-import { createSemanticRetrieval } from './embeddings/index.js';
-import { createEventEmitter } from './events.js';
-import { createKnowledgeGapService } from './knowledge-gaps.js';
-import { RELEVANT_RANK, searchKnowledge } from './knowledge-search.js';
+import { createCustomDataSourceService } from './data/custom-data-sources.js';
+import { createSmartSourceService } from './data/smart-sources.js';
+import { createDocumentService } from './knowledge/documents.js';
+import { createSemanticRetrieval } from './knowledge/embeddings/index.js';
+import { createKnowledgeGapService } from './knowledge/gaps.js';
+import { RELEVANT_RANK, searchKnowledge } from './knowledge/search.js';
+import { createSourceService } from './knowledge/sources.js';
+import { knowledgeSearchLimit, searchRunner } from './knowledge/text-search.js';
 import { createSimulationService } from './simulations/index.js';
-import { createSmartSourceService } from './smart-sources.js';
-import { createSourceService } from './sources.js';
-import { createTaskLinkService } from './task-links.js';
-import { createTaskService } from './tasks.js';
-import { createTenantService } from './tenants.js';
-import { knowledgeSearchLimit, searchRunner } from './text-search.js';
-import { createUserService } from './users.js';
+import { createTaskLinkService } from './tasks/links.js';
+import { createTaskService } from './tasks/tasks.js';
 import { createWebhookService } from './webhooks/endpoints.js';
-import { createWorkflowService } from './workflows.js';
+import { createEventEmitter } from './webhooks/events.js';
 
 export function createServices({
   db,
@@ -49,7 +49,7 @@ export function createServices({
   const knowledgeLimit = knowledgeSearchLimit(config.searchTimeoutMs);
   const boundedSearchKnowledge = (tenantId: string, query: string, options?: Parameters<typeof searchKnowledge>[3]) =>
     heavy.run(tenantId, knowledgeLimit, (trx) => searchKnowledge(trx, tenantId, query, options));
-  // Semantic retrieval when an embeddings model is configured (src/domain/embeddings/).
+  // Semantic retrieval when an embeddings model is configured (src/domain/knowledge/embeddings/).
   const semantic = createSemanticRetrieval({ db, jobs, config });
   const documents = createDocumentService({ db, search, passagesWritten: semantic.passagesWritten });
   const customDataSources = createCustomDataSourceService({

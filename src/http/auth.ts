@@ -4,9 +4,9 @@
 // busy key costs no database round trip per request; `last_used_at` is written in batches.
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
+import { allows, type Scope } from '../domain/accounts/scopes.js';
+import { keyStatus, type TenantService } from '../domain/accounts/tenants.js';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
-import { allows, type Scope } from '../domain/scopes.js';
-import { keyStatus, type TenantService } from '../domain/tenants.js';
 import { sha256Hex } from '../lib/ids.js';
 
 export interface AuthContext {

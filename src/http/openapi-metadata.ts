@@ -1,7 +1,7 @@
 // The OpenAPI document's own metadata (src/http/docs.ts): what `info` says, the tags that group the
 // operations with what each covers, and the scopes of the API-key scheme. Kept apart from the code
 // that builds the document so the texts read in one place.
-import { SCOPE_RESOURCES } from '../domain/scopes.js';
+import { SCOPE_RESOURCES } from '../domain/accounts/scopes.js';
 
 export const API_DESCRIPTION =
   'The public, multi-tenant HTTP API of the workspace of an AI support-agent platform. ' +
@@ -23,7 +23,7 @@ export function apiContact(publicUrl: string | undefined) {
 
 /**
  * What each tag covers, in the order the reference lists them. A tag an operation uses that is
- * missing here is still declared (without a description), and test/openapi.test.ts fails on it.
+ * missing here is still declared (without a description), and test/http/openapi.test.ts fails on it.
  */
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   Apps: 'Apps and their files: commit files, list commits, read the current files.',
@@ -63,7 +63,7 @@ export function documentTags(used: Iterable<string>): { name: string; descriptio
   ];
 }
 
-/** The scope catalogue (src/domain/scopes.ts), as the API-key scheme lists it: scope → what it opens. */
+/** The scope catalogue (src/domain/accounts/scopes.ts), as the API-key scheme lists it: scope → what it opens. */
 export function scopeList(): Record<string, string> {
   return Object.fromEntries(
     SCOPE_RESOURCES.flatMap((resource) => [

@@ -4,8 +4,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { allows } from '../domain/accounts/scopes.js';
 import { DomainError } from '../domain/errors.js';
-import { allows } from '../domain/scopes.js';
 import type { AuthContext } from '../http/auth.js';
 import { fromValidation } from '../http/errors.js';
 import { lazyValidator, type Validate } from '../http/lazy-compile.js';

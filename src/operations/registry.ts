@@ -3,8 +3,8 @@
 // document and the MCP tools. Scope checks, tenant scoping and error mapping live here once.
 import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Scope } from '../domain/accounts/scopes.js';
 import { BadRequestError, type ErrorCode, ValidationError } from '../domain/errors.js';
-import type { Scope } from '../domain/scopes.js';
 import type { Services } from '../domain/services.js';
 import type { AuthContext } from '../http/auth.js';
 import { operationBodyLimits } from '../http/body-limits.js';

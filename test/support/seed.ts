@@ -1,6 +1,6 @@
 // One of every kind of resource a `/api/v1` path parameter can name, made for a tenant through the
 // public API, with the real values to put in those parameters. For tests that go over every
-// operation of the OpenAPI document (test/isolation-matrix.test.ts) rather than one area.
+// operation of the OpenAPI document (test/proof/isolation-matrix.test.ts) rather than one area.
 import type { CallOptions, CallResult, TestApp } from '../helpers.js';
 
 export interface Seeded {

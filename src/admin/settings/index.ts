@@ -20,10 +20,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from '../../config.js';
 import { isDatabaseUnreachable } from '../../db/errors.js';
 import type { DatabaseOutages } from '../../db/outage.js';
+import type { OwnerService, OwnerSession } from '../../domain/accounts/owners.js';
+import { SCOPE_RESOURCES } from '../../domain/accounts/scopes.js';
+import type { TenantService } from '../../domain/accounts/tenants.js';
 import { DomainError } from '../../domain/errors.js';
-import type { OwnerService, OwnerSession } from '../../domain/owners.js';
-import { SCOPE_RESOURCES } from '../../domain/scopes.js';
-import type { TenantService } from '../../domain/tenants.js';
 import { type Authenticator, tenantFromHost } from '../../http/auth.js';
 import { ERROR_CATALOGUE, summarize, UNAVAILABLE_RETRY_AFTER_S } from '../../http/errors.js';
 import { isUuid, newId } from '../../lib/ids.js';

@@ -1,6 +1,6 @@
 // Custom data sources and smart sources (DESIGN.md §7). The metadata rows live here; each custom
 // data source also owns a backing table of its rows, created and dropped at run time by
-// src/domain/custom-data-sources.ts under a generated name (`cds_<uuid hex>`) kept in
+// src/domain/data/custom-data-sources.ts under a generated name (`cds_<uuid hex>`) kept in
 // `table_name`. A smart source outlives its data source: the reference is set to null.
 import type { Migration } from '../migrate.js';
 

@@ -16,9 +16,9 @@ import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
-import type { EmitEvent } from '../events.js';
+import { KnowledgeSearchFailure } from '../knowledge/text-search.js';
 import { decodeIdCursor, type List, newestFirst, type Page, toList } from '../pagination.js';
-import { KnowledgeSearchFailure } from '../text-search.js';
+import type { EmitEvent } from '../webhooks/events.js';
 import type { CoverageJudge } from './judge.js';
 import { requireReferential } from './referentials.js';
 

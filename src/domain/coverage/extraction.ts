@@ -15,7 +15,7 @@ import type { CoverageRunStatus } from '../../db/schema.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
-import { isCustomerConversation } from '../conversations.js';
+import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError } from '../errors.js';
 import { requireReferential } from './referentials.js';
 import { closestDomain, contentWords, extractQuestions, isNearDuplicate } from './text.js';

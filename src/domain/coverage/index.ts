@@ -3,7 +3,7 @@
 // conversations. The two kinds of run register their job handlers on the queue they are given.
 import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
-import type { EmitEvent } from '../events.js';
+import type { EmitEvent } from '../webhooks/events.js';
 import { createEvaluationService, type RetrieveFn } from './evaluations.js';
 import { createExtractionService } from './extraction.js';
 import type { CoverageJudge } from './judge.js';

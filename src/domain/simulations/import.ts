@@ -13,7 +13,7 @@ import { UNKNOWN_ANSWER } from '../../agent/builtin-provider.js';
 import type { Db } from '../../db/client.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
 import { cutText } from '../../lib/text.js';
-import { isCustomerConversation } from '../conversations.js';
+import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { NewTestCase } from './datasets.js';
 import { redactText, redactValue } from './pii.js';

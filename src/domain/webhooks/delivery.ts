@@ -19,7 +19,7 @@ import type { Job, JobContext, JobLog, JobQueue } from '../../jobs/queue.js';
 import { createSecretBox, type SecretBox, SecretBoxError } from '../../lib/secret-box.js';
 import { OutboundRequestError, safeRequest } from '../../lib/ssrf.js';
 import { observeWebhookAttempt } from '../../observability/webhooks.js';
-import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from '../events.js';
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from './events.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryDelay } from './retry-policy.js';
 import { signatureHeaders } from './signing.js';
 

@@ -11,9 +11,9 @@ import { createSecretBox, SEALED, type SecretBox } from '../../lib/secret-box.js
 import { OutboundRequestError, resolveTarget } from '../../lib/ssrf.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from '../events.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import { ALL_EVENTS, isEventType } from './event-types.js';
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from './events.js';
 import { DEFAULT_RETRY_POLICY } from './retry-policy.js';
 import { newWebhookSecret } from './signing.js';
 

@@ -1,0 +1,100 @@
+// The dashboard report's model usage (docs/coverage-and-analytics.md): input and output tokens and
+// their cost, per day and per agent, summed from the stored turn traces (`message_traces`) of the
+// range. A turn counts on the UTC day it started, for the agent that ran it. The report's filters
+// apply through the turn's conversation, as for its other figures; simulated conversations never
+// count.
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from '../../db/client.js';
+import { isCustomerConversation } from '../conversations/conversations.js';
+
+export interface UsageTotals {
+  turns: number;
+  input_tokens: number;
+  output_tokens: number;
+  /** Summed from the calls MODEL_PRICES prices; null when none was. */
+  cost: number | null;
+}
+
+export interface UsageReport extends UsageTotals {
+  series: (UsageTotals & { date: string })[];
+  by_agent: (UsageTotals & { agent_id: string | null; agent_name: string | null })[];
+}
+
+export interface UsageFilters {
+  agent_name?: string | undefined;
+  user_type?: string | undefined;
+  organization?: string | undefined;
+}
+
+type UsageRow = {
+  date: string;
+  agent_id: string | null;
+  agent_name: string | null;
+  turns: number;
+  input_tokens: string | number;
+  output_tokens: string | number;
+  cost: number | null;
+};
+
+function usageQuery(tenantId: string, filters: UsageFilters, from: Date, to: Date): RawBuilder<UsageRow> {
+  const byContext = (field: string, value: string | undefined) =>
+    value === undefined ? sql`` : sql`and c.context ->> ${field} = ${value}`;
+  const byAgent =
+    filters.agent_name === undefined
+      ? sql``
+      : sql`and c.agent_id in (select a.id from agents a where a.tenant_id = ${tenantId}
+          and lower(a.name) = lower(${filters.agent_name}))`;
+  const filtered =
+    filters.agent_name !== undefined || filters.user_type !== undefined || filters.organization !== undefined
+      ? sql`and exists (select 1 from conversations c where c.id = t.conversation_id and c.tenant_id = ${tenantId}
+          ${byAgent} ${byContext('user_type', filters.user_type)} ${byContext('organization', filters.organization)})`
+      : sql``;
+  return sql<UsageRow>`
+    select (t.created_at at time zone 'UTC')::date::text as date, t.agent_id,
+      (select a.name from agents a where a.id = t.agent_id and a.tenant_id = ${tenantId}) as agent_name,
+      count(*)::int as turns, sum(t.input_tokens)::bigint as input_tokens,
+      sum(t.output_tokens)::bigint as output_tokens, sum(t.cost)::float8 as cost
+    from message_traces t
+    where t.tenant_id = ${tenantId} and t.created_at >= ${from} and t.created_at < ${to}
+      and ${isCustomerConversation(tenantId, 't.conversation_id')} ${filtered}
+    group by 1, 2
+    order by 1, 2`;
+}
+
+const round = (cost: number | null) => (cost === null ? null : Math.round(cost * 1e10) / 1e10);
+
+function add(into: UsageTotals, row: UsageRow) {
+  into.turns += Number(row.turns);
+  into.input_tokens += Number(row.input_tokens);
+  into.output_tokens += Number(row.output_tokens);
+  if (row.cost !== null) into.cost = round((into.cost ?? 0) + Number(row.cost));
+}
+
+const empty = (): UsageTotals => ({ turns: 0, input_tokens: 0, output_tokens: 0, cost: null });
+
+/** Tokens and cost over `days` (the report's UTC days, in order), in `trx`, the report's transaction. */
+export async function usageReport(
+  trx: Db,
+  tenantId: string,
+  filters: UsageFilters,
+  days: string[],
+): Promise<UsageReport> {
+  const from = new Date(`${days[0]}T00:00:00.000Z`);
+  const to = new Date(Date.parse(`${days[days.length - 1]}T00:00:00.000Z`) + 86_400_000);
+  const { rows } = await usageQuery(tenantId, filters, from, to).execute(trx);
+  const total = empty();
+  const byDay = new Map(days.map((date) => [date, { date, ...empty() }]));
+  const byAgent = new Map<string | null, UsageReport['by_agent'][number]>();
+  for (const row of rows) {
+    add(total, row);
+    const day = byDay.get(row.date);
+    if (day) add(day, row);
+    const agent = byAgent.get(row.agent_id) ?? { agent_id: row.agent_id, agent_name: row.agent_name, ...empty() };
+    add(agent, row);
+    byAgent.set(row.agent_id, agent);
+  }
+  const agents = [...byAgent.values()].sort(
+    (a, b) => b.input_tokens + b.output_tokens - (a.input_tokens + a.output_tokens) || b.turns - a.turns,
+  );
+  return { ...total, series: [...byDay.values()], by_agent: agents };
+}

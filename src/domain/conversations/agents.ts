@@ -1,0 +1,166 @@
+// Agents (DESIGN.md §7): a name, instructions, and the agents it may hand a conversation to.
+// The tenant's default agent, which answers messages sent without `agent_id`, is its oldest
+// agent; a tenant with none gets one named `Assistant` on its first message.
+import type { Db } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { newId } from '../../lib/ids.js';
+import { iso } from '../../lib/time.js';
+import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';
+import { newestFirst, type Page, toList } from '../pagination.js';
+
+export const DEFAULT_AGENT_NAME = 'Assistant';
+
+export interface AgentRecord {
+  id: string;
+  object: 'agent';
+  name: string;
+  instructions: string | null;
+  handoff_agent_ids: string[];
+  is_default: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface NewAgent {
+  name: string;
+  instructions?: string | undefined;
+  handoff_agent_ids?: string[] | undefined;
+}
+
+export interface AgentRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  instructions: string | null;
+  handoff_agent_ids: string[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toRecord = (row: AgentRow, defaultId: string | undefined): AgentRecord => ({
+  id: row.id,
+  object: 'agent',
+  name: row.name,
+  instructions: row.instructions,
+  handoff_agent_ids: row.handoff_agent_ids,
+  is_default: row.id === defaultId,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+});
+
+export function createAgentService({ db }: { db: Db }) {
+  async function defaultAgentId(tenantId: string): Promise<string | undefined> {
+    const row = await db
+      .selectFrom('agents')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id', 'asc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  async function findAgent(tenantId: string, agentId: string): Promise<AgentRow | undefined> {
+    return db
+      .selectFrom('agents')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', agentId)
+      .executeTakeFirst();
+  }
+
+  return {
+    findAgent,
+
+    async createAgent(tenantId: string, input: NewAgent): Promise<AgentRecord> {
+      // Ids arrive lower-cased by validation (the `Uuid` schema), as the database answers them.
+      const sent = input.handoff_agent_ids ?? [];
+      const handoffIds = [...new Set(sent)];
+      if (handoffIds.length > 0) {
+        const found = await db
+          .selectFrom('agents')
+          .select('id')
+          .where('tenant_id', '=', tenantId)
+          .where('id', 'in', handoffIds)
+          .execute();
+        const known = new Set(found.map((r) => r.id));
+        const missing = sent.findIndex((id) => !known.has(id));
+        if (missing >= 0) {
+          throw new InvalidParametersError(
+            `handoff_agent_ids[${missing}]`,
+            `No agent '${sent[missing]}' in this workspace to hand conversations to.`,
+          );
+        }
+      }
+      try {
+        const row = await db
+          .insertInto('agents')
+          .values({
+            id: newId(),
+            tenant_id: tenantId,
+            name: input.name,
+            instructions: input.instructions ?? null,
+            handoff_agent_ids: JSON.stringify(handoffIds),
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return toRecord(row, await defaultAgentId(tenantId));
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new ConflictError(`An agent named '${input.name}' already exists.`, 'name');
+        throw error;
+      }
+    },
+
+    async listAgents(tenantId: string, page: Page) {
+      let query = db.selectFrom('agents').selectAll().where('tenant_id', '=', tenantId);
+      query = newestFirst(query, page);
+      const rows = await query.execute();
+      const defaultId = await defaultAgentId(tenantId);
+      return toList(
+        rows,
+        page,
+        (row) => toRecord(row, defaultId),
+        (row) => row.id,
+      );
+    },
+
+    async getAgent(tenantId: string, agentId: string): Promise<AgentRecord> {
+      const row = await findAgent(tenantId, agentId);
+      if (!row) throw new NotFoundError('agent', agentId);
+      return toRecord(row, await defaultAgentId(tenantId));
+    },
+
+    /** The agent answering messages sent without `agent_id`: the oldest, created on demand. */
+    async defaultAgent(tenantId: string): Promise<AgentRow> {
+      const id = await defaultAgentId(tenantId);
+      if (id) return (await findAgent(tenantId, id)) as AgentRow;
+      await db
+        .insertInto('agents')
+        .values({
+          id: newId(),
+          tenant_id: tenantId,
+          name: DEFAULT_AGENT_NAME,
+          instructions: null,
+          handoff_agent_ids: '[]',
+        })
+        .onConflict((oc) => oc.columns(['tenant_id', 'name']).doNothing())
+        .execute();
+      const created = await defaultAgentId(tenantId);
+      return (await findAgent(tenantId, created as string)) as AgentRow;
+    },
+
+    /** The agents `agent` may hand a conversation to, as they exist now. */
+    async handoffTargets(tenantId: string, agent: AgentRow): Promise<{ id: string; name: string }[]> {
+      if (agent.handoff_agent_ids.length === 0) return [];
+      const rows = await db
+        .selectFrom('agents')
+        .select(['id', 'name'])
+        .where('tenant_id', '=', tenantId)
+        .where('id', 'in', agent.handoff_agent_ids)
+        .execute();
+      return agent.handoff_agent_ids.flatMap((id) => rows.filter((r) => r.id === id));
+    },
+  };
+}
+
+export type AgentService = ReturnType<typeof createAgentService>;

@@ -1,0 +1,62 @@
+// Semantic retrieval, present when an embeddings model is configured (EMBEDDINGS_BASE_URL and
+// EMBEDDINGS_MODEL; docs/knowledge.md, "Semantic retrieval"): the client, the job that embeds
+// passages, the hook documents call when they write passages, and the question's candidates.
+import type { Config } from '../../../config.js';
+import type { Db } from '../../../db/client.js';
+import type { JobQueue } from '../../../jobs/queue.js';
+import { createEmbeddingsClient, type EmbeddingsClient, type EmbeddingsError } from './client.js';
+import { enqueueEmbedding, registerEmbeddingJob } from './jobs.js';
+import { semanticCandidates } from './vector-ranking.js';
+
+type EmbeddingsConfig = Pick<
+  Config,
+  'embeddingsBaseUrl' | 'embeddingsApiKey' | 'embeddingsModel' | 'embeddingsTimeoutMs'
+>;
+
+/** The configured client; undefined when no embeddings model is configured. */
+export function embeddingsClientFromConfig(config: EmbeddingsConfig): EmbeddingsClient | undefined {
+  if (config.embeddingsBaseUrl === undefined || config.embeddingsModel === undefined) return undefined;
+  return createEmbeddingsClient({
+    baseUrl: config.embeddingsBaseUrl,
+    apiKey: config.embeddingsApiKey,
+    model: config.embeddingsModel,
+    timeoutMs: config.embeddingsTimeoutMs,
+  });
+}
+
+/** Writes passages: the executor is the transaction that wrote them. */
+export type PassagesWritten = (
+  executor: Parameters<JobQueue['enqueue']>[0],
+  tenantId: string,
+  documentIds: string[],
+) => Promise<void>;
+
+export interface SemanticRetrieval {
+  /** Undefined when no embeddings model is configured: documents then queue nothing. */
+  passagesWritten: PassagesWritten | undefined;
+  /** The passages closest to the question in meaning, best first; [] without embeddings. */
+  candidates(tenantId: string, question: string, limit: number): Promise<string[]>;
+}
+
+/** Registers the embedding job when embeddings are configured. */
+export function createSemanticRetrieval(deps: {
+  db: Db;
+  jobs: JobQueue;
+  config: EmbeddingsConfig;
+  onError?: (error: EmbeddingsError) => void;
+}): SemanticRetrieval {
+  const client = embeddingsClientFromConfig(deps.config);
+  if (client) registerEmbeddingJob(deps.jobs, { db: deps.db, client });
+  return {
+    passagesWritten: client
+      ? (executor, tenantId, documentIds) => enqueueEmbedding(deps.jobs, executor, tenantId, documentIds)
+      : undefined,
+    candidates: (tenantId, question, limit) =>
+      semanticCandidates(
+        { db: deps.db, embeddings: client, ...(deps.onError ? { onError: deps.onError } : {}) },
+        tenantId,
+        question,
+        limit,
+      ),
+  };
+}

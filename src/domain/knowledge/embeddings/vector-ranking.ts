@@ -1,0 +1,89 @@
+// The semantic half of retrieval (docs/knowledge.md, "Semantic retrieval"): a tenant's passages
+// ranked by the cosine similarity of their stored vectors to the question's, only vectors of the
+// configured model compared. Passages without a vector (not embedded yet, or their job failed)
+// are simply not in this ranking; the lexical one still finds them.
+import { sql } from 'kysely';
+import type { Db } from '../../../db/client.js';
+import type { EmbeddingsClient, EmbedOptions } from './client.js';
+import { EmbeddingsError } from './client.js';
+import { realArray } from './sql-vector.js';
+
+export interface VectorRank {
+  passage_id: string;
+  /** Cosine similarity, in [-1, 1]. */
+  similarity: number;
+}
+
+/**
+ * The tenant's passages most similar to the question, best first (ties by passage id), at most
+ * `limit`. Only vectors computed by `model` are compared.
+ */
+export async function vectorRankPassages(
+  db: Db,
+  tenantId: string,
+  questionEmbedding: number[],
+  limit: number,
+  model: string,
+): Promise<VectorRank[]> {
+  if (questionEmbedding.length === 0 || limit <= 0) return [];
+  const { rows } = await sql<{ passage_id: string; similarity: number }>`
+    with q as (select ${realArray(questionEmbedding)} as embedding)
+    select s.passage_id, s.similarity
+      from (select v.passage_id::text as passage_id, knowledge_cosine(v.embedding, q.embedding) as similarity
+              from knowledge_passage_vectors v, q
+             where v.tenant_id = ${tenantId} and v.model = ${model}) s
+     where s.similarity is not null
+     order by s.similarity desc, s.passage_id
+     limit ${Math.floor(limit)}
+  `.execute(db);
+  return rows.map((row) => ({ passage_id: row.passage_id, similarity: Number(row.similarity) }));
+}
+
+/** The question's vector; undefined for a blank question. */
+export async function embedQuestion(
+  client: EmbeddingsClient,
+  question: string,
+  options: EmbedOptions = {},
+): Promise<number[] | undefined> {
+  const text = question.trim();
+  if (text === '') return undefined;
+  const [vector] = await client.embed([text], options);
+  return vector;
+}
+
+export interface SemanticDeps {
+  db: Db;
+  /** Unset when no embeddings model is configured: then there are no semantic candidates. */
+  embeddings: EmbeddingsClient | undefined;
+  /** Told when the question could not be embedded (the answer then rests on lexical ranking). */
+  onError?: (error: EmbeddingsError) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * The ids of the passages closest to the question in meaning, best first; [] when no embeddings
+ * model is configured, and when the embeddings server fails (a question is answered from the
+ * lexical ranking rather than not at all; it is not retried, so a turn does not wait on backoff).
+ */
+export async function semanticCandidates(
+  deps: SemanticDeps,
+  tenantId: string,
+  question: string,
+  limit: number,
+): Promise<string[]> {
+  if (!deps.embeddings) return [];
+  let vector: number[] | undefined;
+  try {
+    vector = await embedQuestion(deps.embeddings, question, {
+      retries: 0,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof EmbeddingsError)) throw error;
+    deps.onError?.(error);
+    return [];
+  }
+  if (!vector) return [];
+  const ranked = await vectorRankPassages(deps.db, tenantId, vector, limit, deps.embeddings.model);
+  return ranked.map((row) => row.passage_id);
+}

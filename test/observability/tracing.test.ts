@@ -1,0 +1,231 @@
+// Tracing (docs/operations.md): with OTEL_EXPORTER_OTLP_ENDPOINT set, each request's spans reach
+// the collector over OTLP/HTTP, nested under the request's server span (operation, statements),
+// MCP tool calls and job runs in spans of their own, and the request's log line names its trace.
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentTraceId, flushTracing, startTracing, stopTracing, withSpan } from '../../src/observability/tracing.js';
+import { startTestApp, type TestApp } from '../helpers.js';
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: { key: string; value: OtlpValue }[];
+}
+interface OtlpExport {
+  resourceSpans: {
+    resource: { attributes: { key: string; value: OtlpValue }[] };
+    scopeSpans: { spans: OtlpSpan[] }[];
+  }[];
+}
+
+/** OTLP span kinds (opentelemetry-proto): internal 1, server 2, client 3. */
+const SERVER = 2;
+
+/** A collector stand-in: takes OTLP/HTTP JSON exports at POST /v1/traces and keeps them. */
+async function startCollector() {
+  const exports: OtlpExport[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces' || !req.headers['content-type']?.includes('json')) {
+        res.writeHead(404).end();
+        return;
+      }
+      exports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    exports,
+    spans: () => exports.flatMap((e) => e.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const attribute = (span: OtlpSpan, key: string) => {
+  const value = span.attributes?.find((a) => a.key === key)?.value;
+  return value?.stringValue ?? (value?.intValue !== undefined ? Number(value.intValue) : value?.boolValue);
+};
+
+let collector: Awaited<ReturnType<typeof startCollector>>;
+let t: TestApp;
+let key: string;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  collector = await startCollector();
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = collector.url;
+  process.env.OTEL_SERVICE_NAME = 'workspace-api-under-test';
+  expect(await startTracing()).toBe(true);
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  // After tracing started: the database and the app look once whether it is on.
+  t = await startTestApp({ LOG_LEVEL: 'info' }, { logStream });
+  ({ key } = await t.tenant());
+});
+afterAll(async () => {
+  await t.close();
+  await stopTracing();
+  await collector.close();
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  delete process.env.OTEL_SERVICE_NAME;
+});
+
+/** The spans of the trace whose server span carries `requestId`, once exported. */
+async function traceOf(requestId: string) {
+  await flushTracing();
+  const spans = collector.spans();
+  const server = spans.find((span) => span.kind === SERVER && attribute(span, 'workspace.request_id') === requestId);
+  if (!server) throw new Error(`no server span for ${requestId} among ${spans.length}`);
+  return { server, spans: spans.filter((span) => span.traceId === server.traceId) };
+}
+
+/** Whether `span` descends from `ancestor` within `spans`. */
+function descends(span: OtlpSpan, ancestor: OtlpSpan, spans: OtlpSpan[]): boolean {
+  let parent = span.parentSpanId;
+  for (let hops = 0; parent && hops < 50; hops++) {
+    if (parent === ancestor.spanId) return true;
+    parent = spans.find((s) => s.spanId === parent)?.parentSpanId;
+  }
+  return false;
+}
+
+describe('tracing', () => {
+  it("exports a request's server span, its operation span and its statements' spans, nested by parent id", async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    const r = await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': requestId } });
+    expect(r.status).toBe(200);
+    const { server, spans } = await traceOf(requestId);
+    expect(server.name).toBe('GET /api/v1/apps');
+    expect(server.parentSpanId ?? '').toBe('');
+    expect(attribute(server, 'workspace.operation_id')).toBe('listApps');
+    expect(attribute(server, 'http.route')).toBe('/api/v1/apps');
+    expect(attribute(server, 'http.response.status_code')).toBe(200);
+    const operation = spans.find((span) => span.name === 'operation listApps');
+    expect(operation?.parentSpanId).toBe(server.spanId);
+    const statements = spans.filter((span) => span.name.startsWith('db '));
+    expect(statements.length).toBeGreaterThan(0);
+    // Every statement is the request's (the key's lookup before the handler, the handler's own).
+    for (const statement of statements) {
+      expect(descends(statement, server, spans), statement.name).toBe(true);
+      expect(String(attribute(statement, 'db.query.text'))).not.toContain(key);
+    }
+    expect(statements.some((statement) => descends(statement, operation as OtlpSpan, spans))).toBe(true);
+    const resource = collector.exports[0]?.resourceSpans[0]?.resource.attributes ?? [];
+    expect(resource.find((a) => a.key === 'service.name')?.value.stringValue).toBe('workspace-api-under-test');
+  });
+
+  it("the request's log line carries its trace id", async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': requestId } });
+    const { server } = await traceOf(requestId);
+    const line = lines.map((l) => JSON.parse(l)).find((e) => e.reqId === requestId && e.msg === 'request completed');
+    expect(line).toMatchObject({ operation_id: 'listApps', status: 200, trace_id: server.traceId });
+  });
+
+  it("a caller's traceparent makes the request's span a child of the caller's", async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    const traceId = randomBytes(16).toString('hex');
+    const parentId = randomBytes(8).toString('hex');
+    await t.call({
+      url: '/api/v1/apps',
+      key,
+      headers: { 'x-request-id': requestId, traceparent: `00-${traceId}-${parentId}-01` },
+    });
+    const { server } = await traceOf(requestId);
+    expect(server.traceId).toBe(traceId);
+    expect(server.parentSpanId).toBe(parentId);
+  });
+
+  it('a request whose caller left its trace out (traceparent flags 00) records no span, and its log line names no trace', async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    const traceId = randomBytes(16).toString('hex');
+    const r = await t.call({
+      url: '/api/v1/apps',
+      key,
+      headers: { 'x-request-id': requestId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` },
+    });
+    expect(r.status).toBe(200);
+    await flushTracing();
+    expect(collector.spans().filter((span) => span.traceId === traceId)).toEqual([]);
+    const line = lines.map((l) => JSON.parse(l)).find((e) => e.reqId === requestId && e.msg === 'request completed');
+    expect(line).toMatchObject({ operation_id: 'listApps', status: 200 });
+    expect(line).not.toHaveProperty('trace_id');
+  });
+
+  it("an MCP tool call is a span of its own under the request's server span", async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    const r = await t.call({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      key,
+      headers: { 'x-request-id': requestId, accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_apps', arguments: {} } },
+    });
+    expect(r.status, r.text).toBe(200);
+    const { server, spans } = await traceOf(requestId);
+    const tool = spans.find((span) => span.name === 'tool listApps');
+    expect(tool).toBeDefined();
+    expect(descends(tool as OtlpSpan, server, spans)).toBe(true);
+    expect(spans.some((span) => span.name.startsWith('db ') && descends(span, tool as OtlpSpan, spans))).toBe(true);
+  });
+
+  it('a job run is a trace of its own, its statements under it', async () => {
+    const { tenantId } = await t.tenant();
+    const kind = `trace-probe-${randomBytes(3).toString('hex')}`;
+    let traceId: string | undefined;
+    t.jobs.register(kind, async () => {
+      await withSpan('probe work', {}, async () => {
+        traceId = currentTraceId();
+        await t.database.db.selectFrom('jobs').select('id').where('kind', '=', kind).execute();
+      });
+    });
+    await t.jobs.enqueue(t.database.db, { kind, tenantId });
+    await t.jobs.runUntilIdle();
+    await flushTracing();
+    const spans = collector.spans();
+    const job = spans.find((span) => span.name === `job ${kind}`);
+    expect(job).toBeDefined();
+    expect(job?.parentSpanId ?? '').toBe('');
+    expect(attribute(job as OtlpSpan, 'workspace.tenant_id')).toBe(tenantId);
+    const work = spans.find((span) => span.name === 'probe work' && span.traceId === job?.traceId);
+    expect(work?.parentSpanId).toBe(job?.spanId);
+    expect(traceId).toBe(job?.traceId);
+    expect(spans.some((span) => span.name === 'db SELECT' && span.parentSpanId === work?.spanId)).toBe(true);
+  });
+
+  // Last: it stops tracing for the rest of the file.
+  it('stopping (the server shutting down) sends the spans not yet sent', async () => {
+    const requestId = `trace-${randomBytes(4).toString('hex')}`;
+    await t.call({ url: '/api/v1/apps', key, headers: { 'x-request-id': requestId } });
+    await stopTracing();
+    const exported = collector
+      .spans()
+      .some((span) => span.kind === SERVER && attribute(span, 'workspace.request_id') === requestId);
+    expect(exported).toBe(true);
+    expect(currentTraceId()).toBeUndefined();
+  });
+});
