@@ -21,6 +21,7 @@ import { createOwnerService } from './domain/accounts/owners.js';
 import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
 import { EMBEDDING_LANE } from './domain/knowledge/embeddings/jobs.js';
 import { createServices, type Services } from './domain/services.js';
+import { addLowerCaseKeyword, ErrorSchema } from './domain/shapes.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { WEBHOOK_DELIVERY_JOB } from './domain/webhooks/events.js';
 import { type AuthContext, type Authenticator, createAuthenticator, presentedKey } from './http/auth.js';
@@ -44,7 +45,6 @@ import { registerMetricsEndpoint } from './observability/metrics-endpoint.js';
 import { tracingEnabled } from './observability/tracing.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountOperations } from './operations/registry.js';
-import { addLowerCaseKeyword, ErrorSchema } from './operations/schemas.js';
 
 export interface AppDeps {
   config: Config;

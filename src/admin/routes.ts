@@ -13,12 +13,12 @@ import {
 import { ALL_SCOPES } from '../domain/accounts/scopes.js';
 import { TENANT_ID_PATTERN, type TenantService } from '../domain/accounts/tenants.js';
 import { DomainError } from '../domain/errors.js';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../domain/shapes.js';
 import type { Authenticator } from '../http/auth.js';
 import { ERROR_CATALOGUE } from '../http/errors.js';
 import { hookList } from '../http/hooks.js';
 import { sameDigest, sha256Hex } from '../lib/ids.js';
 import { refuseBody } from '../operations/registry.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../operations/schemas.js';
 
 const Tenant = Type.Object(
   { id: Type.String(), object: Type.Literal('tenant'), name: Type.String(), created_at: Timestamp },

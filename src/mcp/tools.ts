@@ -6,11 +6,11 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { allows } from '../domain/accounts/scopes.js';
 import { DomainError } from '../domain/errors.js';
+import { addLowerCaseKeyword } from '../domain/shapes.js';
 import type { AuthContext } from '../http/auth.js';
 import { fromValidation } from '../http/errors.js';
 import { lazyValidator, type Validate } from '../http/lazy-compile.js';
 import { type Operation, toolName, WithStatus } from '../operations/registry.js';
-import { addLowerCaseKeyword } from '../operations/schemas.js';
 
 export interface ToolDefinition {
   name: string;

@@ -5,8 +5,8 @@
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_ROLE, PERMISSIONS, ROLES } from '../../domain/accounts/users.js';
 import { checkBulkItems } from '../../domain/errors.js';
+import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation, withStatus } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../schemas.js';
 
 const catalogue = (entries: Record<string, string>) =>
   Object.entries(entries)

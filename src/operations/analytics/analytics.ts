@@ -3,8 +3,8 @@
 // agent_name, organization, tab) and the `export_failed` error.
 import { Type } from '@sinclair/typebox';
 import { REPORT_TYPES } from '../../domain/analytics/report.js';
+import { Nullable, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Nullable, Uuid } from '../schemas.js';
 
 const DateString = (description: string) =>
   Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: `${description} (YYYY-MM-DD, UTC).` });

@@ -3,8 +3,8 @@
 // path rules beyond the spec's in docs/apps.md.
 import { Type } from '@sinclair/typebox';
 import { MAX_PATH_LENGTH } from '../../domain/apps/apps.js';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const AppName = Type.String({
   minLength: 1,

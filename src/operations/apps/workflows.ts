@@ -1,7 +1,7 @@
 // Workflows (scope `workflows`): created disabled, toggled with PUT .../enabled (spec: States).
 import { Type } from '@sinclair/typebox';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const Workflow = Type.Object(
   {

@@ -1,7 +1,7 @@
 // Agents (scope `agents`): create, list, get (DESIGN.md §7).
 import { Type } from '@sinclair/typebox';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const Agent = Type.Object(
   {

@@ -8,9 +8,9 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../../agent/engine.js';
 import type { TurnEvent } from '../../agent/types.js';
 import { checkBulkItems, DomainError } from '../../domain/errors.js';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { asksForEventStream, openEventStream } from '../../http/negotiation.js';
 import { defineOperation, type OperationContext, withStatus } from '../registry.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 import { MessageTrace } from './trace-schema.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>

@@ -1,7 +1,7 @@
 // The trace of an agent turn as the API answers it (GET /messages/{id}/trace, and copied into a
 // simulation result's outcome). Fields: docs/agent.md, "The trace of a turn".
 import { Type } from '@sinclair/typebox';
-import { Nullable, Timestamp, Uuid } from '../schemas.js';
+import { Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 
 const Failure = Nullable(Type.Object({ code: Type.String(), message: Type.String() }));
 const Tokens = (description: string) => Nullable(Type.Integer({ minimum: 0, description }));

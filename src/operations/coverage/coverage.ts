@@ -4,8 +4,8 @@
 
 import { Type } from '@sinclair/typebox';
 import { MAX_DOMAIN_LENGTH } from '../../domain/coverage/referentials.js';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });

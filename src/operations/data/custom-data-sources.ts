@@ -8,8 +8,8 @@ import {
   MAX_ROW_TAGS,
   SLUG_PATTERN,
 } from '../../domain/data/custom-data-sources.js';
+import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation, withStatus } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../schemas.js';
 
 const TAG = 'Custom data sources';
 

@@ -2,8 +2,8 @@
 // custom data source they feed (each tagged `smart-source:<id>`); purge every row they ingested
 // (spec rule 9).
 import { Type } from '@sinclair/typebox';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 import { RowsBody, RowsUpserted } from './custom-data-sources.js';
 
 const TAG = 'Smart sources';

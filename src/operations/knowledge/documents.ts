@@ -2,8 +2,8 @@
 // delete (spec: product updates), and translations (spec: Add Translation; one per language).
 import { Type } from '@sinclair/typebox';
 import { MAX_CONTENT_LENGTH, MAX_PAGE_ID_LENGTH } from '../../domain/knowledge/documents.js';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const Language = Type.String({
   minLength: 2,

@@ -3,8 +3,8 @@
 // Transitions are in src/domain/knowledge/gaps.ts; an illegal one answers 409 `conflict`.
 import { Type } from '@sinclair/typebox';
 import { KNOWLEDGE_UPDATE_REQUEST_STATUSES } from '../../domain/knowledge/gaps.js';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const Status = Type.Union(
   KNOWLEDGE_UPDATE_REQUEST_STATUSES.map((status) => Type.Literal(status)),

@@ -1,8 +1,8 @@
 // Sources (scope `knowledge`): create, list, get, update (spec: Update Source), delete, and sync
 // (spec: Sync Source → 202 with the `sync` acknowledgement; the sync runs on the job queue).
 import { Type } from '@sinclair/typebox';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const SourceType = Type.Union([Type.Literal('website'), Type.Literal('manual')], {
   description: '`website`: crawled from `domain`. `manual`: holds documents created through the API.',

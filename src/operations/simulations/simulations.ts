@@ -4,10 +4,10 @@
 
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../../domain/errors.js';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { EXPECTED_TYPES, TEST_CASE_LIMITS } from '../../domain/simulations/records.js';
 import { MessageTrace } from '../conversations/trace-schema.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });

@@ -2,9 +2,9 @@
 // behaviour rules 3 and 4). `{task_id}` is a task UUID or `TASK-<n>` on every route (spec:
 // Endpoints); anything else names no task and answers 404.
 import { Type } from '@sinclair/typebox';
+import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { LINK_TARGET_TYPES, type LinkTargetType } from '../../domain/tasks/links.js';
 import { defineOperation, withStatus } from '../registry.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 const TaskRef = Type.String({

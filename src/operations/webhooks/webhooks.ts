@@ -2,10 +2,10 @@
 // secret rotation, the delivery log and replays. The event types and their payloads are in
 // src/domain/webhooks/event-types.ts and in the OpenAPI document's `webhooks` section.
 import { Type } from '@sinclair/typebox';
+import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { MAX_URL_LENGTH } from '../../domain/webhooks/endpoints.js';
 import { EVENT_TYPE_NAMES } from '../../domain/webhooks/event-types.js';
 import { defineOperation } from '../registry.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../schemas.js';
 
 const EventNames = Type.Array(
   Type.String({
