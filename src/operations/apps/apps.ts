@@ -2,7 +2,7 @@
 // Spec: Commit App Files and its bounds (message 1–500, 1–200 files, path ≤ 200, content or null);
 // path rules beyond the spec's in docs/apps.md.
 import { Type } from '@sinclair/typebox';
-import { MAX_PATH_LENGTH } from '../../domain/apps/apps.js';
+import { MAX_PATH_LENGTH } from '../../domain/apps/paths.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
 
