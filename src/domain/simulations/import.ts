@@ -15,9 +15,11 @@ import type { SimulationExpectedType } from '../../db/schema.js';
 import { cutText } from '../../lib/text.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError, NotFoundError } from '../errors.js';
-import type { NewTestCase } from './datasets.js';
+import { requireDataset } from './datasets.js';
 import { redactText, redactValue } from './pii.js';
-import { TEST_CASE_LIMITS } from './records.js';
+import { TEST_CASE_LIMITS, type TestCaseRecord } from './records.js';
+import type { NewTestCase } from './test-case-rules.js';
+import { createTestCase } from './test-cases.js';
 
 /** Messages read from a conversation; a longer one is cut (its first messages are the case). */
 const MAX_MESSAGES = 200;
@@ -27,12 +29,8 @@ export interface ImportOptions {
   persona_id?: string | undefined;
 }
 
-export async function testCaseFromConversation(
-  db: Db,
-  tenantId: string,
-  conversationId: string,
-  options: ImportOptions,
-): Promise<NewTestCase> {
+/** The conversation's language and its first messages; 404 unless it is a customer's. */
+async function readConversation(db: Db, tenantId: string, conversationId: string) {
   const conversation = await db
     .selectFrom('conversations')
     .select(['id', 'language'])
@@ -42,7 +40,6 @@ export async function testCaseFromConversation(
     .where(isCustomerConversation(tenantId, 'id'))
     .executeTakeFirst();
   if (!conversation) throw new NotFoundError('conversation', conversationId);
-
   const messages = await db
     .selectFrom('messages')
     .select(['id', 'author', 'hidden', 'content', 'status', 'handoff', 'in_reply_to'])
@@ -51,11 +48,13 @@ export async function testCaseFromConversation(
     .orderBy('id')
     .limit(MAX_MESSAGES)
     .execute();
-  const customer = messages.filter((m) => m.author === 'customer' && !m.hidden && m.content.trim() !== '');
-  const first = customer[0];
-  if (!first) {
-    throw new ConflictError('This conversation has no customer message to build a test case from.');
-  }
+  return { language: conversation.language, messages };
+}
+
+type ConversationMessage = Awaited<ReturnType<typeof readConversation>>['messages'][number];
+
+/** What the agent's turns expect of the case (see the module comment). */
+async function expectationOf(db: Db, tenantId: string, messages: ConversationMessage[]) {
   const agentMessages = messages.filter((m) => m.author === 'agent');
   const agentIds = agentMessages.map((m) => m.id);
   const calls =
@@ -98,6 +97,26 @@ export async function testCaseFromConversation(
       toolCallOverrides[call.name] = call.output ?? null;
     }
   }
+  return { expectedType, finalAnswer, firstCall, handoff, toolCallOverrides };
+}
+
+export async function testCaseFromConversation(
+  db: Db,
+  tenantId: string,
+  conversationId: string,
+  options: ImportOptions,
+): Promise<NewTestCase> {
+  const { language, messages } = await readConversation(db, tenantId, conversationId);
+  const customer = messages.filter((m) => m.author === 'customer' && !m.hidden && m.content.trim() !== '');
+  const first = customer[0];
+  if (!first) {
+    throw new ConflictError('This conversation has no customer message to build a test case from.');
+  }
+  const { expectedType, finalAnswer, firstCall, handoff, toolCallOverrides } = await expectationOf(
+    db,
+    tenantId,
+    messages,
+  );
 
   const redact = options.redact_pii !== false;
   // A test case's bounds hold for an imported one too: a longer message is cut (at a code point),
@@ -126,8 +145,21 @@ export async function testCaseFromConversation(
     metadata: {
       source_conversation_id: conversationId,
       pii_redacted: redact,
-      ...(conversation.language ? { language: conversation.language } : {}),
+      ...(language ? { language } : {}),
       ...(truncated ? { truncated: true } : {}),
     },
   };
+}
+
+/** Builds a test case from a conversation and adds it to the dataset. */
+export async function importConversation(
+  db: Db,
+  tenantId: string,
+  datasetId: string,
+  conversationId: string,
+  options: ImportOptions,
+): Promise<TestCaseRecord> {
+  await requireDataset(db, tenantId, datasetId);
+  const input = await testCaseFromConversation(db, tenantId, conversationId, options);
+  return createTestCase(db, tenantId, datasetId, input);
 }

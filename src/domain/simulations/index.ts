@@ -15,12 +15,14 @@ import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { AgentService } from '../conversations/agents.js';
 import type { ConversationService } from '../conversations/conversations.js';
-import type { Page } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
-import { createDatasetStore, type NewDataset, type NewTestCase } from './datasets.js';
-import { testCaseFromConversation } from './import.js';
+import { createDataset, deleteDataset, getDataset, listDatasets } from './datasets.js';
+import { createDeclinedTracker } from './declined.js';
+import { importConversation } from './import.js';
 import { createLlmJudge } from './judge.js';
-import { createDeclinedTracker, createRunService } from './runs.js';
+import { createPersona, listPersonas } from './personas.js';
+import { createRunService } from './runs.js';
+import { createTestCase, deleteTestCase, listTestCases } from './test-cases.js';
 
 export { SIMULATION_RUN_JOB } from './runs.js';
 
@@ -48,7 +50,11 @@ export interface SimulationDeps {
 
 export function createSimulationService(deps: SimulationDeps) {
   const { db, config } = deps;
-  const store = createDatasetStore({ db });
+  /** A function of the area's modules with this service's database. */
+  const withDb =
+    <A extends unknown[], R>(fn: (db: Db, ...args: A) => R) =>
+    (...args: A) =>
+      fn(db, ...args);
   const declined = createDeclinedTracker();
   const engineDeps: AgentEngineDeps = {
     db,
@@ -76,7 +82,6 @@ export function createSimulationService(deps: SimulationDeps) {
     db,
     jobs: deps.jobs,
     agents: deps.agents,
-    store,
     // One engine per run job: closing it stops that job's turns only (see ./runs.ts).
     newEngine: () => createAgentEngine(engineDeps),
     declined,
@@ -86,32 +91,21 @@ export function createSimulationService(deps: SimulationDeps) {
   });
 
   return {
-    createPersona: store.createPersona,
-    listPersonas: store.listPersonas,
-    createDataset: (tenantId: string, input: NewDataset) => store.createDataset(tenantId, input),
-    listDatasets: store.listDatasets,
-    getDataset: store.getDataset,
-    deleteDataset: store.deleteDataset,
-    createTestCase: (tenantId: string, datasetId: string, input: NewTestCase) =>
-      store.createTestCase(tenantId, datasetId, input),
-    listTestCases: store.listTestCases,
-    deleteTestCase: store.deleteTestCase,
-
+    createPersona: withDb(createPersona),
+    listPersonas: withDb(listPersonas),
+    createDataset: withDb(createDataset),
+    listDatasets: withDb(listDatasets),
+    getDataset: withDb(getDataset),
+    deleteDataset: withDb(deleteDataset),
+    createTestCase: withDb(createTestCase),
+    listTestCases: withDb(listTestCases),
+    deleteTestCase: withDb(deleteTestCase),
     /** Builds a test case from a conversation and adds it to the dataset. */
-    async importConversation(
-      tenantId: string,
-      datasetId: string,
-      conversationId: string,
-      options: { redact_pii?: boolean | undefined; persona_id?: string | undefined },
-    ) {
-      await store.requireDataset(tenantId, datasetId);
-      const input = await testCaseFromConversation(db, tenantId, conversationId, options);
-      return store.createTestCase(tenantId, datasetId, input);
-    },
+    importConversation: withDb(importConversation),
 
     createRun: runs.createRun,
     getRun: runs.getRun,
-    listRuns: (tenantId: string, datasetId: string, page: Page) => runs.listRuns(tenantId, datasetId, page),
+    listRuns: runs.listRuns,
     listResults: runs.listResults,
     /** The run job's handler, for a queue other than the app's (tests, tools). */
     runJob: runs.runJob,
