@@ -12,7 +12,7 @@ import { TextDecoder } from 'node:util';
 import robotsParserModule from 'robots-parser';
 import { OutboundRequestError, type SafeResponse, safeRequest } from '../../lib/ssrf.js';
 import { cutText } from '../../lib/text.js';
-import { MAX_PAGE_ID_LENGTH } from './documents.js';
+import { MAX_PAGE_ID_LENGTH } from './documents-records.js';
 
 // The HTML parser is loaded with the first crawl: a server that never crawls does not hold it.
 let cheerioModule: Promise<typeof import('cheerio')> | undefined;
