@@ -12,7 +12,7 @@ import { isCustomerConversation } from '../conversations/conversations.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
-import { findTask, identifierOf } from './tasks.js';
+import { findTask, identifierOf } from './refs.js';
 
 /** The linkable kinds, with the admin console path each target is shown at. */
 export const LINK_TARGETS = {
