@@ -1,11 +1,12 @@
 // The database layer in the metrics and traces: the pool's clients counted at scrape time, and,
-// with tracing on when the database is opened, a client span per statement (its SQL text, which
-// holds placeholders, never the values). Off, the dialect is Kysely's own, untouched.
+// with tracing on when the database is opened, a client span per statement run where an ambient
+// span is kept (a job's run; every request with TRACE_DATABASE_STATEMENTS): its SQL text, which
+// holds placeholders, never the values. Off, the dialect is Kysely's own, untouched.
 import { SpanKind } from '@opentelemetry/api';
 import type { CompiledQuery, DatabaseConnection, Dialect, Driver } from 'kysely';
 import type pg from 'pg';
 import { type DatabaseKind, watchPool } from './scrape-gauges.js';
-import { tracingEnabled, withSpan } from './tracing.js';
+import { ambientSpan, tracingEnabled, withSpan } from './tracing.js';
 
 /** Characters of a statement's text kept on its span. */
 const STATEMENT_TEXT_MAX = 2_000;
@@ -13,6 +14,8 @@ const STATEMENT_TEXT_MAX = 2_000;
 function traceStatements(connection: DatabaseConnection, system: string): DatabaseConnection {
   const execute = connection.executeQuery.bind(connection);
   connection.executeQuery = <R>(query: CompiledQuery) => {
+    const parent = ambientSpan();
+    if (parent === undefined) return execute<R>(query);
     const text = query.sql;
     const verb = /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
     return withSpan(
@@ -23,7 +26,7 @@ function traceStatements(connection: DatabaseConnection, system: string): Databa
         'db.query.text': text.length > STATEMENT_TEXT_MAX ? `${text.slice(0, STATEMENT_TEXT_MAX)}…` : text,
       },
       () => execute<R>(query),
-      { kind: SpanKind.CLIENT },
+      { kind: SpanKind.CLIENT, parent },
     );
   };
   return connection;

@@ -2,16 +2,7 @@
 // per route), one JSON log line (request id, operation id, tenant, status, duration, trace id),
 // and, with tracing on, a server span with the operation's handler in a child span of its own.
 // Routes declared after `registerRequestObservability` are observed: call it before any.
-import {
-  type Context,
-  context,
-  propagation,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
+import { type Span, type SpanContext, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
   type FastifyInstance,
   type FastifyReply,
@@ -21,7 +12,7 @@ import {
 } from 'fastify';
 import { hookList } from '../http/hooks.js';
 import { requestRecorder } from './metrics.js';
-import { activeTracer, withSpan } from './tracing.js';
+import { requestsCarryContext, runInSpan, startSpan, tracingEnabled, withSpan } from './tracing.js';
 
 /** The operation label of a request to a path with no route (never the raw path). */
 export const UNMATCHED = 'unmatched';
@@ -59,11 +50,27 @@ function logRequest(request: FastifyRequest, reply: FastifyReply, operation: str
 
 interface RequestSpan {
   span: Span;
-  context: Context;
   ended: boolean;
 }
 
 const requestSpans = new WeakMap<FastifyRequest, RequestSpan>();
+
+/** The request's server span: the parent of the spans of its work. Undefined when its trace is not recorded. */
+export function requestSpan(request: FastifyRequest): Span | undefined {
+  return requestSpans.get(request)?.span;
+}
+
+/** W3C Trace Context: `version-traceid-parentid-flags`, lower-case hex. */
+const TRACEPARENT = /^([\da-f]{2})-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})(?:-|$)/;
+
+/** The caller's span from its `traceparent` header, if it sent a valid one. */
+function callerSpan(header: string | string[] | undefined): SpanContext | undefined {
+  const match = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
+  if (match === null) return undefined;
+  const [, version, traceId = '', spanId = '', flags = ''] = match;
+  if (version === 'ff' || /^0+$/.test(traceId) || /^0+$/.test(spanId)) return undefined;
+  return { traceId, spanId, traceFlags: Number.parseInt(flags, 16), isRemote: true };
+}
 
 function endRequestSpan(request: FastifyRequest, status: number | 'aborted', operation: string): void {
   const entry = requestSpans.get(request);
@@ -81,31 +88,29 @@ function endRequestSpan(request: FastifyRequest, status: number | 'aborted', ope
   span.end();
 }
 
-/** Tracing on: a server span per request, and each handler run inside it (a child span for operations). */
+/** Tracing on: a server span per recorded request, and an operation's handler in a child span. */
 function registerRequestSpans(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
-    const tracer = activeTracer();
-    if (tracer === undefined) return done();
+    if (!tracingEnabled()) return done();
     const route = request.routeOptions.url;
     // A caller's W3C `traceparent` makes this request's span a child of the caller's.
-    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
-    const span = tracer.startSpan(
+    const span = startSpan(
       `${request.method} ${route ?? UNMATCHED}`,
       {
-        kind: SpanKind.SERVER,
-        attributes: {
-          'http.request.method': request.method,
-          ...(route ? { 'http.route': route } : {}),
-          'workspace.request_id': request.id,
-        },
+        'http.request.method': request.method,
+        ...(route ? { 'http.route': route } : {}),
+        'workspace.request_id': request.id,
       },
-      parent,
+      SpanKind.SERVER,
+      callerSpan(request.headers.traceparent),
     );
-    const spanContext = trace.setSpan(parent, span);
-    requestSpans.set(request, { span, context: spanContext, ended: false });
-    // Every line the request logs carries its trace (when it is recorded: sampled in).
-    if (span.isRecording()) request.log = request.log.child({ trace_id: span.spanContext().traceId });
-    context.with(spanContext, done);
+    // A trace left out (sampled out): nothing more is done for it.
+    if (span === undefined) return done();
+    requestSpans.set(request, { span, ended: false });
+    // Every line the request logs carries its trace.
+    request.log = request.log.child({ trace_id: span.spanContext().traceId });
+    if (requestsCarryContext()) runInSpan(span, done);
+    else done();
   });
   app.addHook('onRequestAbort', (request, done) => {
     endRequestSpan(request, 'aborted', request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED));
@@ -114,20 +119,23 @@ function registerRequestSpans(app: FastifyInstance): void {
 }
 
 /**
- * The handler run inside the request's span (the body may have been read in another async
- * context), an operation's in a child span `operation <id>` of its own.
+ * An operation's handler in a child span `operation <id>` of the request's. Where requests carry
+ * the ambient context, the handler runs in it again (the body may have been read in another).
  */
 function tracedHandler(handler: RouteHandlerMethod, operationId: string | undefined): RouteHandlerMethod {
   return function traced(this: FastifyInstance, request, reply) {
-    const entry = requestSpans.get(request);
-    if (!entry) return handler.call(this, request, reply);
-    return context.with(entry.context, () =>
+    const span = requestSpans.get(request)?.span;
+    if (span === undefined) return handler.call(this, request, reply);
+    const run = () =>
       operationId === undefined
         ? handler.call(this, request, reply)
-        : withSpan(`operation ${operationId}`, { 'workspace.operation_id': operationId }, () =>
-            handler.call(this, request, reply),
-          ),
-    );
+        : withSpan(
+            `operation ${operationId}`,
+            { 'workspace.operation_id': operationId },
+            () => handler.call(this, request, reply),
+            { parent: span },
+          );
+    return requestsCarryContext() ? runInSpan(span, run) : run();
   };
 }
 

@@ -1,9 +1,11 @@
 // MCP tool calls and slots in the metrics and traces: each tool call is counted and timed under
 // its operation id (transport `mcp`), in a span of its own; the slots this process holds are counted.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../domain/errors.js';
-import { ERROR_CATALOGUE } from '../http/errors.js';
 import type { SlotPool } from '../mcp/slots.js';
+import { ERROR_CATALOGUE } from '../operations/errors.js';
+import { requestSpan } from './http.js';
 import { countMcpSlot, recordRefusal, requestRecorder } from './metrics.js';
 import { withSpan } from './tracing.js';
 
@@ -21,10 +23,11 @@ function errorCode(result: CallToolResult): ErrorCode {
   return 'internal_error';
 }
 
-/** Runs a tool call (`run`) counted, timed and traced under `operationId`. */
+/** Runs a tool call (`run`) counted, timed and traced under `operationId`, its span a child of `request`'s. */
 export async function observeToolCall(
   operationId: string,
   run: () => Promise<CallToolResult>,
+  request?: FastifyRequest,
 ): Promise<CallToolResult> {
   let record = recorders.get(operationId);
   if (record === undefined) {
@@ -32,11 +35,15 @@ export async function observeToolCall(
     recorders.set(operationId, record);
   }
   const started = performance.now();
-  const result = await withSpan(`tool ${operationId}`, { 'workspace.operation_id': operationId }, (span) =>
-    run().then((answer) => {
-      if (answer.isError) span?.setAttribute('workspace.error_code', errorCode(answer));
-      return answer;
-    }),
+  const result = await withSpan(
+    `tool ${operationId}`,
+    { 'workspace.operation_id': operationId },
+    (span) =>
+      run().then((answer) => {
+        if (answer.isError) span?.setAttribute('workspace.error_code', errorCode(answer));
+        return answer;
+      }),
+    { parent: request && requestSpan(request) },
   );
   let status = 200;
   if (result.isError) {

@@ -1,22 +1,124 @@
-// Tracing (OpenTelemetry): spans around requests, operations, database statements, jobs, webhook
-// deliveries and provider calls. Off unless OTEL_EXPORTER_OTLP_ENDPOINT (or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: then `startTracing` loads the SDK (a dynamic
-// import, so a process without tracing never loads it). Off, `withSpan` calls its function and
-// nothing else: one check of a module variable.
-import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+// Tracing (OpenTelemetry): spans around requests, operations, tool calls, jobs, webhook deliveries
+// and provider calls, and, when asked for, database statements. Off unless
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set. Off, `withSpan`
+// calls its function and nothing else: one check of a module variable.
+//
+// On, a span's parent is passed to it (a request's span is found from the request), not looked up
+// in an ambient context: Node 20 carries an ambient context across `await`s only with a promise
+// hook, which slows every promise of the process. That context is kept only where no handle can
+// be passed: inside job runs (only while one runs), and for every request when
+// TRACE_DATABASE_STATEMENTS asks for a span per SQL statement.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  type Attributes,
+  context,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import { RecordedSpan } from './recorded-span.js';
+import { samplerFromEnv } from './sampler.js';
+import { type SpanExport, startSpanExport } from './span-export.js';
 
 export type SpanAttributes = Attributes;
 
-/** The tracer while tracing is on; undefined while it is off (the common case, and the cheap one). */
-let tracer: Tracer | undefined;
-
-export function tracingEnabled(): boolean {
-  return tracer !== undefined;
+/** Makes spans: undefined when the trace is left out (sampled out, or its parent was). */
+interface SpanSource {
+  start(name: string, attributes: Attributes, kind: SpanKind, parent: SpanContext | undefined): Span | undefined;
+  /** A span with no known parent is left out (it could not nest), rather than made a trace of its own. */
+  needsParent: boolean;
 }
 
-/** Sets the tracer (startTracing, and tests); undefined turns tracing off. */
+/** What makes spans while tracing is on; undefined while it is off (the common case, and the cheap one). */
+let source: SpanSource | undefined;
+/** Every request runs in the ambient context, so that its SQL statements find their parent. */
+let statements = false;
+let spanExport: SpanExport | undefined;
+
+/** The span whose work is running, where the ambient context is kept (see above). */
+const ambient = new AsyncLocalStorage<Span>();
+/** Job runs in progress: the ambient context is on while there is one (or statements are traced). */
+let ambientRuns = 0;
+
+export function tracingEnabled(): boolean {
+  return source !== undefined;
+}
+
+/**
+ * Makes spans with `next` (tests: an SDK tracer and its in-memory exporter); undefined turns
+ * tracing off. A span with no known parent takes the OpenTelemetry API's active context.
+ */
 export function setTracer(next: Tracer | undefined): void {
-  tracer = next;
+  source =
+    next === undefined
+      ? undefined
+      : {
+          needsParent: false,
+          start(name, attributes, kind, parent) {
+            const from = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : context.active();
+            const span = next.startSpan(name, { attributes, kind }, from);
+            return span.isRecording() ? span : undefined;
+          },
+        };
+}
+
+/** A span, or undefined when tracing is off or the trace is left out; `parent` may be a caller's (remote). */
+export function startSpan(
+  name: string,
+  attributes: Attributes,
+  kind: SpanKind,
+  parent: SpanContext | undefined,
+): Span | undefined {
+  return source?.start(name, attributes, kind, parent);
+}
+
+/** The span whose work is running, from the ambient context; undefined where none is kept. */
+export function ambientSpan(): Span | undefined {
+  return ambient.getStore();
+}
+
+/** Whether a request's work runs in the ambient context (TRACE_DATABASE_STATEMENTS). */
+export function requestsCarryContext(): boolean {
+  return statements;
+}
+
+/** Runs `fn` with `span` as the ambient span. */
+export function runInSpan<T>(span: Span, fn: () => T): T {
+  return ambient.run(span, fn);
+}
+
+/** Runs a job's `fn` in the ambient context, turned off again once no job runs (and statements are not traced). */
+function runJob<T>(span: Span, fn: () => T): T {
+  if (statements) return ambient.run(span, fn);
+  ambientRuns++;
+  const release = () => {
+    if (--ambientRuns === 0 && !statements) ambient.disable();
+  };
+  let result: T;
+  try {
+    result = ambient.run(span, fn);
+  } catch (error) {
+    release();
+    throw error;
+  }
+  if (!(result instanceof Promise)) {
+    release();
+    return result;
+  }
+  return result.then(
+    (value) => {
+      release();
+      return value;
+    },
+    (error: unknown) => {
+      release();
+      throw error;
+    },
+  ) as T;
 }
 
 function failed(span: Span, error: unknown): void {
@@ -24,108 +126,105 @@ function failed(span: Span, error: unknown): void {
   if (error instanceof Error) span.recordException(error);
 }
 
+/** Runs `fn(span)`, ending `span` when it returns or its promise settles; a throw or a rejection marks it failed. */
+function settle<T>(span: Span, fn: (span?: Span) => T): T {
+  let result: T;
+  try {
+    result = fn(span);
+  } catch (error) {
+    failed(span, error);
+    span.end();
+    throw error;
+  }
+  if (!(result instanceof Promise)) {
+    span.end();
+    return result;
+  }
+  return result.then(
+    (value) => {
+      span.end();
+      return value;
+    },
+    (error: unknown) => {
+      failed(span, error);
+      span.end();
+      throw error;
+    },
+  ) as T;
+}
+
 /**
- * Runs `fn` inside a span named `name` (a child of the active span), ended when `fn` returns or
- * its promise settles; a throw or a rejection marks the span as failed. With tracing off, `fn`
- * alone runs. `fn` receives the span (undefined when off) to add attributes found on the way.
- * `root`: the span starts a trace of its own (a job's run, whatever request queued it). Inside a
- * trace the sampler left out (OTEL_TRACES_SAMPLER), no span is made.
+ * Runs `fn` inside a span named `name`, ended when `fn` returns or its promise settles; a throw or
+ * a rejection marks the span as failed. With tracing off, `fn` alone runs. `fn` receives the span
+ * (undefined when none is made) to add attributes found on the way.
+ * `parent`: the span's parent; without it, the ambient span (inside a job run, or a request when
+ * statements are traced); with neither, no span is made (it could not nest).
+ * `root`: the span starts a trace of its own (a job's run, whatever request queued it), and its
+ * work runs in the ambient context. Inside a trace the sampler left out, no span is made.
  */
 export function withSpan<T>(
   name: string,
   attributes: SpanAttributes,
   fn: (span?: Span) => T,
-  options: { root?: boolean; kind?: SpanKind } = {},
+  options: { root?: boolean; kind?: SpanKind; parent?: Span | undefined } = {},
 ): T {
-  if (tracer === undefined) return fn();
+  if (source === undefined) return fn();
   const { root = false, kind = SpanKind.INTERNAL } = options;
-  // Inside a trace the sampler left out, a child would be left out too: none is made.
-  if (!root && trace.getActiveSpan()?.isRecording() === false) return fn();
-  return tracer.startActiveSpan(name, { attributes, kind, root }, (span) => {
-    let result: T;
-    try {
-      result = fn(span);
-    } catch (error) {
-      failed(span, error);
-      span.end();
-      throw error;
-    }
-    if (result instanceof Promise) {
-      return result.then(
-        (value) => {
-          span.end();
-          return value;
-        },
-        (error: unknown) => {
-          failed(span, error);
-          span.end();
-          throw error;
-        },
-      ) as T;
-    }
-    span.end();
-    return result;
-  });
+  let parent = root ? undefined : options.parent;
+  const inherited = !root && parent === undefined;
+  if (inherited) {
+    parent = ambient.getStore();
+    if (parent === undefined && source.needsParent) return fn();
+  }
+  const span = source.start(name, attributes, kind, parent?.spanContext());
+  if (span === undefined) return fn();
+  if (root) return runJob(span, () => settle(span, fn));
+  if (statements || (inherited && parent !== undefined)) return ambient.run(span, () => settle(span, fn));
+  return settle(span, fn);
 }
 
-/** The trace id of the active span (32 hex digits), or undefined when tracing is off or no span is active. */
+/** The trace id of the ambient span (32 hex digits), or undefined when tracing is off or there is none. */
 export function currentTraceId(): string | undefined {
-  if (tracer === undefined) return undefined;
-  const context = trace.getActiveSpan()?.spanContext();
-  return context && trace.isSpanContextValid(context) ? context.traceId : undefined;
+  if (source === undefined) return undefined;
+  const spanContext = (ambient.getStore() ?? trace.getActiveSpan())?.spanContext();
+  return spanContext && trace.isSpanContextValid(spanContext) ? spanContext.traceId : undefined;
 }
 
-/** Flushes and stops the SDK started by `startTracing`; undefined while tracing is off. */
-let stopProvider: (() => Promise<void>) | undefined;
-/** Sends the spans ended so far; undefined while tracing is off. */
-let flushProvider: (() => Promise<void>) | undefined;
-
-/** The tracer, for the modules that make request and database spans; undefined while tracing is off. */
-export function activeTracer(): Tracer | undefined {
-  return tracer;
-}
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
 
 /**
  * Turns tracing on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set:
- * loads the SDK, exports spans over OTLP/HTTP (JSON) in batches, and names the service
- * OTEL_SERVICE_NAME (`workspace-api` by default). The exporter reads the other standard OTEL_*
- * variables (headers, timeout) itself. Answers whether tracing is on.
+ * spans are sampled as OTEL_TRACES_SAMPLER says and exported over OTLP/HTTP (JSON) in batches
+ * from a thread of their own, under the service name OTEL_SERVICE_NAME (`workspace-api` by
+ * default). TRACE_DATABASE_STATEMENTS=true adds a span per SQL statement. Answers whether tracing is on.
  */
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
-  if (tracer !== undefined) return true;
+  if (source !== undefined) return true;
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return false;
-  const [{ NodeTracerProvider }, { BatchSpanProcessor }, { OTLPTraceExporter }, resources] = await Promise.all([
-    import('@opentelemetry/sdk-trace-node'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-  ]);
-  const resource = resources
-    .defaultResource()
-    .merge(resources.detectResources({ detectors: [resources.envDetector] }))
-    .merge(resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'workspace-api' }));
-  const provider = new NodeTracerProvider({
-    resource,
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
-  });
-  // The W3C trace context propagator and the async-hooks context manager, so spans nest.
-  provider.register();
-  tracer = provider.getTracer('workspace-api');
-  stopProvider = () => provider.shutdown();
-  flushProvider = () => provider.forceFlush();
+  const started = await startSpanExport(env, env.OTEL_SERVICE_NAME?.trim() || 'workspace-api');
+  const sampled = samplerFromEnv(env);
+  const sink = started.sink;
+  spanExport = started;
+  statements = TRUE.has(env.TRACE_DATABASE_STATEMENTS?.trim().toLowerCase() ?? '');
+  source = {
+    needsParent: true,
+    start: (name, attributes, kind, parent) =>
+      sampled(parent) ? new RecordedSpan(sink, name, kind, attributes, parent) : undefined,
+  };
   return true;
 }
 
 /** Sends the spans still held and stops exporting (shutdown); nothing while tracing is off. */
 export async function stopTracing(): Promise<void> {
-  const stop = stopProvider;
-  tracer = undefined;
-  stopProvider = undefined;
-  flushProvider = undefined;
-  if (stop) await stop();
+  const stopping = spanExport;
+  source = undefined;
+  spanExport = undefined;
+  statements = false;
+  if (ambientRuns === 0) ambient.disable();
+  if (stopping) await stopping.stop();
 }
 
 /** Sends the spans ended so far without waiting for the next batch; nothing while tracing is off. */
 export async function flushTracing(): Promise<void> {
-  await flushProvider?.();
+  await spanExport?.flush();
 }
