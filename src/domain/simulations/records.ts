@@ -1,11 +1,14 @@
 // The records of the simulations area as clients read them (spec: simulation_dataset,
-// simulation_test_case, simulation_run; docs/simulations.md for personas and results), and the
+// simulation_test_case, simulation_run; docs/simulations.md for personas and results): the
+// response schemas the operations declare, with the record types derived from them, and the
 // ordered-list cursor they share.
 
+import { type Static, Type } from '@sinclair/typebox';
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
 import { foreignCursor, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import type { CaseOutcome } from './evaluation.js';
 
 /** A test case's bounds (characters, counted as code points; steps), enforced on create and kept by import. */
@@ -13,71 +16,122 @@ export const TEST_CASE_LIMITS = { text: 4000, answer: 8000, steps: 20 } as const
 
 export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
 
-export interface PersonaRecord {
-  id: string;
-  object: 'simulation_persona';
-  name: string;
-  description: string;
-  created_at: string;
-}
+const RUN_STATUSES: readonly SimulationRunStatus[] = ['queued', 'running', 'completed', 'failed'];
 
-export interface DatasetRecord {
-  id: string;
-  name: string;
-  object: 'simulation_dataset';
-  description: string | null;
-  agent_id: string | null;
-  agent_name: string | null;
-  default_persona_id: string | null;
-  test_case_count: number;
-  created_at: string;
-  updated_at: string;
-}
+export const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
-export interface TestCaseStep {
-  content: string;
-}
+/** An object of any properties. */
+export const JsonObject = (description: string) =>
+  Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description }));
 
-export interface TestCaseRecord {
-  id: string;
-  object: 'simulation_test_case';
-  dataset_id: string;
-  question: string;
-  expected_type: SimulationExpectedType;
-  expected_answer: string | null;
-  expected_tool_name: string | null;
-  expected_tool_args: Record<string, unknown>;
-  expected_agent_id: string | null;
-  expected_agent_name: string | null;
-  persona_id: string | null;
-  persona_name: string | null;
-  metadata: Record<string, unknown>;
-  api_data_overrides: Record<string, unknown>;
-  tool_call_overrides: Record<string, unknown>;
-  order: number;
-  steps: TestCaseStep[];
-  created_at: string;
-}
+export const ExpectedType = StringEnum(
+  EXPECTED_TYPES,
+  'answer: the agent answers with the meaning of `expected_answer`; tool_call: it calls `expected_tool_name` ' +
+    'with arguments including `expected_tool_args`; handoff: it hands the conversation to `expected_agent_id`; ' +
+    'no_answer: it declines (says it does not know).',
+);
 
-export interface RunRecord {
-  id: string;
-  status: SimulationRunStatus;
-  object: 'simulation_run';
-  dataset_id: string;
-  dataset_name: string;
-  agent_id: string;
-  agent_name: string;
-  total_tests: number;
-  passed_tests: number;
-  failed_tests: number;
-  /** passed / (passed + failed), 0 to 1, rounded to 4 places; null until a case finished. */
-  success_rate: number | null;
-  error_message: string | null;
-  started_at: string | null;
-  completed_at: string | null;
-  created_at: string;
-}
+export const PersonaRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('simulation_persona'),
+    name: Type.String(),
+    description: Type.String(),
+    created_at: Timestamp,
+  },
+  { title: 'SimulationPersona' },
+);
+export type PersonaRecord = Static<typeof PersonaRecord>;
 
+export const DatasetRecord = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    object: Type.Literal('simulation_dataset'),
+    description: Nullable(Type.String()),
+    agent_id: Nullable(Uuid),
+    agent_name: Nullable(Type.String()),
+    default_persona_id: Nullable(Uuid),
+    test_case_count: Type.Integer({ default: 0 }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'SimulationDataset' },
+);
+export type DatasetRecord = Static<typeof DatasetRecord>;
+
+export const TestCaseStep = Type.Object(
+  {
+    content: Type.String({
+      minLength: 1,
+      maxLength: TEST_CASE_LIMITS.text,
+      description: 'A later message of the customer.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type TestCaseStep = Static<typeof TestCaseStep>;
+
+export const TestCaseRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('simulation_test_case'),
+    dataset_id: Uuid,
+    question: Type.String(),
+    expected_type: ExpectedType,
+    expected_answer: Nullable(Type.String()),
+    expected_tool_name: Nullable(Type.String()),
+    expected_tool_args: JsonObject('Arguments the tool call must include (a subset).'),
+    expected_agent_id: Nullable(Uuid),
+    expected_agent_name: Nullable(Type.String()),
+    persona_id: Nullable(Uuid),
+    persona_name: Nullable(Type.String()),
+    metadata: JsonObject('Free data; `source_conversation_id` on imported cases, `language` sets the turn language.'),
+    api_data_overrides: JsonObject('By tool name: the data an API-backed tool (a workflow) returns in this case.'),
+    tool_call_overrides: JsonObject(
+      'By tool name: what a tool call returns in this case; wins over api_data_overrides.',
+    ),
+    order: Type.Integer({ description: 'Play order within the dataset (ascending).' }),
+    steps: Type.Array(TestCaseStep, { description: 'Later customer messages, sent one turn after another.' }),
+    created_at: Timestamp,
+  },
+  { title: 'SimulationTestCase' },
+);
+export type TestCaseRecord = Static<typeof TestCaseRecord>;
+
+export const RunRecord = Type.Object(
+  {
+    id: Uuid,
+    status: StringEnum(RUN_STATUSES, 'queued → running → completed, or failed (see error_message).'),
+    object: Type.Literal('simulation_run'),
+    dataset_id: Uuid,
+    dataset_name: Type.String(),
+    agent_id: Uuid,
+    agent_name: Type.String(),
+    total_tests: Type.Integer({ default: 0 }),
+    passed_tests: Type.Integer({ default: 0 }),
+    failed_tests: Type.Integer({ default: 0 }),
+    success_rate: Nullable(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description: 'passed / (passed + failed), 0 to 1, 4 decimals; null until a case has finished.',
+      }),
+    ),
+    error_message: Nullable(Type.String()),
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    created_at: Timestamp,
+  },
+  { title: 'SimulationRun' },
+);
+export type RunRecord = Static<typeof RunRecord>;
+
+/**
+ * A result keeps a type of its own: its outcome's traces are the domain's trace records
+ * (./evaluation.ts), which its response schema describes with the operations' trace schema.
+ */
 export interface ResultRecord {
   id: string;
   object: 'simulation_result';

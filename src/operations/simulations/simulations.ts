@@ -5,114 +5,19 @@
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../../domain/errors.js';
 import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
-import { EXPECTED_TYPES, TEST_CASE_LIMITS } from '../../domain/simulations/records.js';
+import {
+  DatasetRecord,
+  ExpectedType,
+  JsonObject,
+  PersonaRecord,
+  RunRecord,
+  StringEnum,
+  TEST_CASE_LIMITS,
+  TestCaseRecord,
+  TestCaseStep,
+} from '../../domain/simulations/records.js';
 import { MessageTrace } from '../conversations/trace-schema.js';
 import { defineOperation } from '../registry.js';
-
-const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
-
-const JsonObject = (description: string) => Type.Object({}, { additionalProperties: true, description });
-
-const EXPECTED_TYPE = StringEnum(
-  EXPECTED_TYPES,
-  'answer: the agent answers with the meaning of `expected_answer`; tool_call: it calls `expected_tool_name` ' +
-    'with arguments including `expected_tool_args`; handoff: it hands the conversation to `expected_agent_id`; ' +
-    'no_answer: it declines (says it does not know).',
-);
-
-const Persona = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('simulation_persona'),
-    name: Type.String(),
-    description: Type.String(),
-    created_at: Timestamp,
-  },
-  { title: 'SimulationPersona' },
-);
-
-const Dataset = Type.Object(
-  {
-    id: Uuid,
-    name: Type.String(),
-    object: Type.Literal('simulation_dataset'),
-    description: Nullable(Type.String()),
-    agent_id: Nullable(Uuid),
-    agent_name: Nullable(Type.String()),
-    default_persona_id: Nullable(Uuid),
-    test_case_count: Type.Integer({ default: 0 }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'SimulationDataset' },
-);
-
-const Step = Type.Object(
-  {
-    content: Type.String({
-      minLength: 1,
-      maxLength: TEST_CASE_LIMITS.text,
-      description: 'A later message of the customer.',
-    }),
-  },
-  { additionalProperties: false },
-);
-
-const TestCase = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('simulation_test_case'),
-    dataset_id: Uuid,
-    question: Type.String(),
-    expected_type: EXPECTED_TYPE,
-    expected_answer: Nullable(Type.String()),
-    expected_tool_name: Nullable(Type.String()),
-    expected_tool_args: JsonObject('Arguments the tool call must include (a subset).'),
-    expected_agent_id: Nullable(Uuid),
-    expected_agent_name: Nullable(Type.String()),
-    persona_id: Nullable(Uuid),
-    persona_name: Nullable(Type.String()),
-    metadata: JsonObject('Free data; `source_conversation_id` on imported cases, `language` sets the turn language.'),
-    api_data_overrides: JsonObject('By tool name: the data an API-backed tool (a workflow) returns in this case.'),
-    tool_call_overrides: JsonObject(
-      'By tool name: what a tool call returns in this case; wins over api_data_overrides.',
-    ),
-    order: Type.Integer({ description: 'Play order within the dataset (ascending).' }),
-    steps: Type.Array(Step, { description: 'Later customer messages, sent one turn after another.' }),
-    created_at: Timestamp,
-  },
-  { title: 'SimulationTestCase' },
-);
-
-const RUN_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
-
-const Run = Type.Object(
-  {
-    id: Uuid,
-    status: StringEnum(RUN_STATUSES, 'queued → running → completed, or failed (see error_message).'),
-    object: Type.Literal('simulation_run'),
-    dataset_id: Uuid,
-    dataset_name: Type.String(),
-    agent_id: Uuid,
-    agent_name: Type.String(),
-    total_tests: Type.Integer({ default: 0 }),
-    passed_tests: Type.Integer({ default: 0 }),
-    failed_tests: Type.Integer({ default: 0 }),
-    success_rate: Nullable(
-      Type.Number({
-        minimum: 0,
-        maximum: 1,
-        description: 'passed / (passed + failed), 0 to 1, 4 decimals; null until a case has finished.',
-      }),
-    ),
-    error_message: Nullable(Type.String()),
-    started_at: Nullable(Timestamp),
-    completed_at: Nullable(Timestamp),
-    created_at: Timestamp,
-  },
-  { title: 'SimulationRun' },
-);
 
 const ToolCallDone = Type.Object({
   name: Type.String(),
@@ -164,7 +69,7 @@ const Result = Type.Object(
     test_case_id: Uuid,
     order: Type.Integer({ description: 'Play order within the run, from 1.' }),
     question: Type.String(),
-    expected_type: EXPECTED_TYPE,
+    expected_type: ExpectedType,
     status: StringEnum(['pending', 'running', 'passed', 'failed'] as const),
     passed: Nullable(Type.Boolean()),
     reason: Nullable(Type.String({ description: 'Why the case passed or failed.' })),
@@ -207,7 +112,7 @@ const OptionalText = (max: number) => Type.Optional(Type.String({ maxLength: max
 const TestCaseBody = Type.Object(
   {
     question: Type.String({ minLength: 1, maxLength: TEST_CASE_LIMITS.text }),
-    expected_type: EXPECTED_TYPE,
+    expected_type: ExpectedType,
     expected_answer: Type.Optional(Nullable(Type.String({ maxLength: TEST_CASE_LIMITS.answer }))),
     expected_tool_name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
     expected_tool_args: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
@@ -217,7 +122,7 @@ const TestCaseBody = Type.Object(
     api_data_overrides: Type.Optional(Type.Object({}, { additionalProperties: true })),
     tool_call_overrides: Type.Optional(Type.Object({}, { additionalProperties: true })),
     order: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-    steps: Type.Optional(Type.Array(Step, { maxItems: TEST_CASE_LIMITS.steps })),
+    steps: Type.Optional(Type.Array(TestCaseStep, { maxItems: TEST_CASE_LIMITS.steps })),
   },
   { additionalProperties: false },
 );
@@ -240,7 +145,7 @@ export const simulationOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Persona,
+    response: PersonaRecord,
     status: 201,
     errors: ['missing_required_parameter', 'conflict'],
     handler: ({ tenantId, body, services }) => services.simulations.createPersona(tenantId, body),
@@ -254,7 +159,7 @@ export const simulationOperations = [
     summary: 'List personas',
     description: 'Lists the personas of the workspace, newest first.',
     query: ListQuery,
-    response: ListOf(Persona),
+    response: ListOf(PersonaRecord),
     handler: ({ tenantId, query, services }) => services.simulations.listPersonas(tenantId, query),
   }),
   defineOperation({
@@ -277,7 +182,7 @@ export const simulationOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Dataset,
+    response: DatasetRecord,
     status: 201,
     errors: ['missing_required_parameter', 'invalid_parameters', 'conflict'],
     handler: ({ tenantId, body, services }) => services.simulations.createDataset(tenantId, body),
@@ -291,7 +196,7 @@ export const simulationOperations = [
     summary: 'List simulation datasets',
     description: 'Lists the datasets of the workspace, newest first, with their test case counts.',
     query: ListQuery,
-    response: ListOf(Dataset),
+    response: ListOf(DatasetRecord),
     handler: ({ tenantId, query, services }) => services.simulations.listDatasets(tenantId, query),
   }),
   defineOperation({
@@ -303,7 +208,7 @@ export const simulationOperations = [
     summary: 'Get a simulation dataset',
     description: 'Returns one dataset with its agent and test case count.',
     params: DatasetParams,
-    response: Dataset,
+    response: DatasetRecord,
     handler: ({ tenantId, params, services }) => services.simulations.getDataset(tenantId, params.dataset_id),
   }),
   defineOperation({
@@ -337,7 +242,7 @@ export const simulationOperations = [
       'defaults to after the last case. Returns the test case.',
     params: DatasetParams,
     body: TestCaseBody,
-    response: TestCase,
+    response: TestCaseRecord,
     status: 201,
     errors: ['missing_required_parameter', 'invalid_parameters'],
     handler: ({ tenantId, params, body, services }) =>
@@ -353,7 +258,7 @@ export const simulationOperations = [
     description: 'Lists the test cases of a dataset in `order` (ascending), the order a run plays them in.',
     params: DatasetParams,
     query: ListQuery,
-    response: ListOf(TestCase),
+    response: ListOf(TestCaseRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.simulations.listTestCases(tenantId, params.dataset_id, query),
   }),
@@ -397,7 +302,7 @@ export const simulationOperations = [
         { additionalProperties: false },
       ),
     ),
-    response: TestCase,
+    response: TestCaseRecord,
     status: 201,
     errors: ['invalid_parameters', 'conflict'],
     handler: ({ tenantId, params, body, services }) =>
@@ -417,7 +322,7 @@ export const simulationOperations = [
       'test cases answers 409 `conflict`.',
     params: DatasetParams,
     body: optionalBody(Type.Object({ agent_id: Type.Optional(Uuid) }, { additionalProperties: false })),
-    response: Run,
+    response: RunRecord,
     status: 201,
     errors: ['invalid_parameters', 'conflict'],
     handler: ({ tenantId, params, body, services }) =>
@@ -433,7 +338,7 @@ export const simulationOperations = [
     description: 'Lists the runs of a dataset, newest first.',
     params: DatasetParams,
     query: ListQuery,
-    response: ListOf(Run),
+    response: ListOf(RunRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.simulations.listRuns(tenantId, params.dataset_id, query),
   }),
@@ -446,7 +351,7 @@ export const simulationOperations = [
     summary: 'Get a simulation run',
     description: 'Returns a run with its live status, counts and success rate.',
     params: Type.Object({ run_id: Uuid }),
-    response: Run,
+    response: RunRecord,
     handler: ({ tenantId, params, services }) => services.simulations.getRun(tenantId, params.run_id),
   }),
   defineOperation({
