@@ -4,7 +4,8 @@
 import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { EmitEvent } from '../webhooks/events.js';
-import { createEvaluationService, type RetrieveFn } from './evaluations.js';
+import type { RetrieveFn } from './evaluation-run.js';
+import { createEvaluationService } from './evaluations.js';
 import { createExtractionService } from './extraction.js';
 import type { CoverageJudge } from './judge.js';
 import { createReferentialService } from './referentials.js';
