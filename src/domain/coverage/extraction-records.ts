@@ -1,0 +1,92 @@
+// The record of a question-extraction run: its status and live progress, as read from its row.
+import type { CoverageRunStatus } from '../../db/schema.js';
+import { iso } from '../../lib/time.js';
+
+export interface ExtractionRecord {
+  object: 'question_extraction';
+  /** Null when the workspace never ran an extraction (status `never_run`). */
+  id: string | null;
+  referential_id: string | null;
+  status: CoverageRunStatus | 'never_run';
+  total_conversations: number;
+  processed_conversations: number;
+  /** Customer questions read in the processed conversations, before near-duplicates are dropped. */
+  questions_found: number;
+  /** Questions added to the referential. */
+  questions_added: number;
+  /** processed / total × 100, one decimal (100 once completed). */
+  percent: number;
+  error: string | null;
+  created_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export type ExtractionRow = {
+  id: string;
+  referential_id: string;
+  status: CoverageRunStatus;
+  total_conversations: number;
+  processed_conversations: number;
+  questions_found: number;
+  questions_added: number;
+  error: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+};
+
+export const EXTRACTION_COLUMNS = [
+  'id',
+  'referential_id',
+  'status',
+  'total_conversations',
+  'processed_conversations',
+  'questions_found',
+  'questions_added',
+  'error',
+  'created_at',
+  'started_at',
+  'finished_at',
+] as const;
+
+export function toExtraction(row: ExtractionRow): ExtractionRecord {
+  const total = row.total_conversations;
+  const done = row.status === 'completed';
+  return {
+    object: 'question_extraction',
+    id: row.id,
+    referential_id: row.referential_id,
+    status: row.status,
+    total_conversations: total,
+    processed_conversations: row.processed_conversations,
+    questions_found: row.questions_found,
+    questions_added: row.questions_added,
+    percent:
+      done || total === 0
+        ? done
+          ? 100
+          : 0
+        : Math.min(100, Math.floor((row.processed_conversations / total) * 1000) / 10),
+    error: row.error,
+    created_at: iso(row.created_at),
+    started_at: iso(row.started_at),
+    finished_at: iso(row.finished_at),
+  };
+}
+
+export const NEVER_RUN: ExtractionRecord = {
+  object: 'question_extraction',
+  id: null,
+  referential_id: null,
+  status: 'never_run',
+  total_conversations: 0,
+  processed_conversations: 0,
+  questions_found: 0,
+  questions_added: 0,
+  percent: 0,
+  error: null,
+  created_at: null,
+  started_at: null,
+  finished_at: null,
+};
