@@ -221,14 +221,12 @@ function pathTitle(pathname: string): string {
   }
 }
 
-/** Crawls a website. Throws CrawlError when nothing could be read at all. */
-export async function crawlWebsite(domain: string, options: CrawlOptions): Promise<CrawlResult> {
-  const limits = { ...CRAWL_DEFAULTS, ...stripUndefined(options) };
-  const start = startUrl(domain);
-  const origin = start.origin;
-  let totalBytes = 0;
+type FetchText = (url: URL, accept: string) => Promise<SafeResponse>;
 
-  const fetchText = async (url: URL, accept: string): Promise<SafeResponse> => {
+/** Fetches for one crawl: same-origin redirects only, within the page and the crawl's byte caps. */
+function crawlFetcher(options: CrawlOptions, limits: typeof CRAWL_DEFAULTS, origin: string): FetchText {
+  let totalBytes = 0;
+  return async (url, accept) => {
     if (options.signal?.aborted) throw new CrawlError('The sync was stopped.');
     const remaining = limits.maxTotalBytes - totalBytes;
     if (remaining <= 0) throw new OutboundRequestError('The crawl reached its byte cap.', 'too_large');
@@ -244,9 +242,13 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     totalBytes += response.body.length;
     return response;
   };
+}
 
-  // robots.txt: a missing file (4xx) allows everything; an unreadable one (5xx, network) also does
-  // not stop the crawl, but a refused host does.
+/**
+ * The site's robots.txt: a missing file (4xx) allows everything; an unreadable one (5xx, network)
+ * also does not stop the crawl, but a refused host does.
+ */
+async function readRobots(fetchText: FetchText, origin: string): Promise<Robots> {
   let robotsText = '';
   try {
     const robots = await fetchText(new URL('/robots.txt', origin), 'text/plain');
@@ -254,99 +256,134 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
   } catch (error) {
     if (error instanceof OutboundRequestError && error.reason === 'blocked') throw new CrawlError(error.message);
   }
-  const robots = robotsParser(new URL('/robots.txt', origin).href, robotsText);
+  return robotsParser(new URL('/robots.txt', origin).href, robotsText);
+}
+
+/** A crawl under way: where it started, what it queues, and what it has read or could not read. */
+interface Crawl {
+  start: URL;
+  origin: string;
+  fetchText: FetchText;
+  /** Links are followed only when no sitemap lists the pages. */
+  followLinks: boolean;
+  enqueue(url: URL): void;
+  pages: Map<string, CrawledPage>;
+  unreadable: Set<string>;
+  visited: Set<string>;
+  firstError: string | undefined;
+}
+
+/** The page could not be read this time: its document stays; the sync reports the first reason. */
+function markUnreadable(crawl: Crawl, url: URL, reason: string): void {
+  crawl.firstError ??= reason;
+  crawl.unreadable.add(pageIdOf(url));
+}
+
+// A page that is not part of the site (404, 410, other 4xx, a refused redirect, not HTML, a path
+// too long to store) is left out. The start page, though, is unreadable, never gone (sent
+// elsewhere, as from http:// to https://; refused, as by a firewall; a maintenance notice): read
+// as empty, it would remove every document of the source. When links are followed from it,
+// nothing else is read, and the sync fails below, saying why; with a sitemap, its document is kept.
+function leaveOut(crawl: Crawl, url: URL, reason: string): void {
+  if (url.href === crawl.start.href) markUnreadable(crawl, url, reason);
+}
+
+/** Fetches one page and, when it is an HTML page of the site, reads it. */
+async function visit(crawl: Crawl, url: URL): Promise<void> {
+  crawl.visited.add(pageIdOf(url));
+  let response: SafeResponse;
+  try {
+    response = await crawl.fetchText(url, 'text/html,application/xhtml+xml');
+  } catch (error) {
+    if (error instanceof OutboundRequestError && error.reason === 'blocked' && url.href === crawl.start.href) {
+      throw new CrawlError(error.message);
+    }
+    markUnreadable(crawl, url, error instanceof Error ? error.message : String(error));
+    return;
+  }
+  if (response.status >= 500 || response.status === 429) {
+    markUnreadable(crawl, url, `${url.href} answered ${response.status}`);
+    return;
+  }
+  if (response.status !== 200) {
+    const location = String(response.headers.location ?? '');
+    leaveOut(
+      crawl,
+      url,
+      response.status >= 300 && response.status < 400
+        ? `${url.href} redirects to ${location}, outside ${crawl.origin}; give that address as the domain`
+        : `${url.href} answered ${response.status}`,
+    );
+    return;
+  }
+  const type = String(response.headers['content-type'] ?? '');
+  if (!/text\/html|application\/xhtml\+xml/i.test(type)) {
+    leaveOut(crawl, url, `${url.href} answered ${type.split(';')[0]?.trim() || 'no content type'}, not HTML`);
+    return;
+  }
+  const finalUrl = response.url;
+  if (finalUrl.origin !== crawl.origin) return;
+  if (!storablePage(finalUrl)) {
+    leaveOut(crawl, url, `${url.href} redirects to a path longer than ${MAX_PAGE_ID_LENGTH} characters`);
+    return;
+  }
+  await readPage(crawl, finalUrl, decodePage(response.body, type));
+}
+
+/** Queues the page's links (when links are followed) and keeps its text (unless `noindex`). */
+async function readPage(crawl: Crawl, finalUrl: URL, html: string): Promise<void> {
+  const page = await extractPage(html, finalUrl);
+  if (crawl.followLinks && !page.nofollow) {
+    for (const href of page.links) {
+      const link = sameOrigin(href, finalUrl, crawl.origin);
+      if (link) crawl.enqueue(link);
+    }
+  }
+  if (page.noindex || page.content === '') return;
+  const pageId = pageIdOf(finalUrl);
+  if (!crawl.pages.has(pageId)) {
+    crawl.pages.set(pageId, {
+      page_id: pageId,
+      url: finalUrl.href,
+      title: cutText(page.title, 500),
+      content: page.content,
+      language: page.language ?? 'en',
+    });
+  }
+}
+
+/** Crawls a website. Throws CrawlError when nothing could be read at all. */
+export async function crawlWebsite(domain: string, options: CrawlOptions): Promise<CrawlResult> {
+  const limits = { ...CRAWL_DEFAULTS, ...stripUndefined(options) };
+  const start = startUrl(domain);
+  const origin = start.origin;
+  const fetchText = crawlFetcher(options, limits, origin);
+  const robots = await readRobots(fetchText, origin);
   const allowed = (url: URL) => robots.isAllowed(url.href, CRAWLER_USER_AGENT) !== false;
 
   const fromSitemap = await sitemapUrls(robots.getSitemaps(), origin, fetchText);
   const queue: URL[] = [];
   const queued = new Set<string>();
-  const enqueue = (url: URL) => {
-    if (queued.has(url.href) || NOT_A_PAGE.test(url.pathname) || !allowed(url) || !storablePage(url)) return;
-    queued.add(url.href);
-    queue.push(url);
+  const crawl: Crawl = {
+    start,
+    origin,
+    fetchText,
+    followLinks: fromSitemap.length === 0,
+    enqueue: (url) => {
+      if (queued.has(url.href) || NOT_A_PAGE.test(url.pathname) || !allowed(url) || !storablePage(url)) return;
+      queued.add(url.href);
+      queue.push(url);
+    },
+    pages: new Map(),
+    unreadable: new Set(),
+    visited: new Set(),
+    firstError: undefined,
   };
-  const followLinks = fromSitemap.length === 0;
-  if (followLinks) enqueue(start);
-  else for (const url of fromSitemap) enqueue(url);
+  if (crawl.followLinks) crawl.enqueue(start);
+  else for (const url of fromSitemap) crawl.enqueue(url);
 
-  const pages = new Map<string, CrawledPage>();
-  const unreadable = new Set<string>();
-  const visited = new Set<string>();
-  let firstError: string | undefined;
   let fetched = 0;
   let truncated = false;
-
-  /** The page could not be read this time: its document stays; the sync reports the first reason. */
-  const markUnreadable = (url: URL, reason: string) => {
-    firstError ??= reason;
-    unreadable.add(pageIdOf(url));
-  };
-  // A page that is not part of the site (404, 410, other 4xx, a refused redirect, not HTML, a path
-  // too long to store) is left out. The start page, though, is unreadable, never gone (sent
-  // elsewhere, as from http:// to https://; refused, as by a firewall; a maintenance notice): read
-  // as empty, it would remove every document of the source. When links are followed from it,
-  // nothing else is read, and the sync fails below, saying why; with a sitemap, its document is kept.
-  const leaveOut = (url: URL, reason: string) => {
-    if (url.href === start.href) markUnreadable(url, reason);
-  };
-
-  const visit = async (url: URL) => {
-    visited.add(pageIdOf(url));
-    let response: SafeResponse;
-    try {
-      response = await fetchText(url, 'text/html,application/xhtml+xml');
-    } catch (error) {
-      if (error instanceof OutboundRequestError && error.reason === 'blocked' && url.href === start.href) {
-        throw new CrawlError(error.message);
-      }
-      markUnreadable(url, error instanceof Error ? error.message : String(error));
-      return;
-    }
-    if (response.status >= 500 || response.status === 429) {
-      markUnreadable(url, `${url.href} answered ${response.status}`);
-      return;
-    }
-    if (response.status !== 200) {
-      const location = String(response.headers.location ?? '');
-      leaveOut(
-        url,
-        response.status >= 300 && response.status < 400
-          ? `${url.href} redirects to ${location}, outside ${origin}; give that address as the domain`
-          : `${url.href} answered ${response.status}`,
-      );
-      return;
-    }
-    const type = String(response.headers['content-type'] ?? '');
-    if (!/text\/html|application\/xhtml\+xml/i.test(type)) {
-      leaveOut(url, `${url.href} answered ${type.split(';')[0]?.trim() || 'no content type'}, not HTML`);
-      return;
-    }
-    const finalUrl = response.url;
-    if (finalUrl.origin !== origin) return;
-    if (!storablePage(finalUrl)) {
-      leaveOut(url, `${url.href} redirects to a path longer than ${MAX_PAGE_ID_LENGTH} characters`);
-      return;
-    }
-    const page = await extractPage(decodePage(response.body, type), finalUrl);
-    if (followLinks && !page.nofollow) {
-      for (const href of page.links) {
-        const link = sameOrigin(href, finalUrl, origin);
-        if (link) enqueue(link);
-      }
-    }
-    if (page.noindex || page.content === '') return;
-    const pageId = pageIdOf(finalUrl);
-    if (!pages.has(pageId)) {
-      pages.set(pageId, {
-        page_id: pageId,
-        url: finalUrl.href,
-        title: cutText(page.title, 500),
-        content: page.content,
-        language: page.language ?? 'en',
-      });
-    }
-  };
-
   while (queue.length > 0) {
     if (options.signal?.aborted) throw new CrawlError('The sync was stopped.');
     const room = limits.maxPages - fetched;
@@ -356,12 +393,13 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
     }
     const batch = queue.splice(0, Math.min(limits.concurrency, room));
     fetched += batch.length;
-    await Promise.all(batch.map(visit));
+    await Promise.all(batch.map((url) => visit(crawl, url)));
   }
   // A page cut off by the stop reads as unreadable: a stopped crawl never answers, since an answer
   // missing pages would have their documents removed.
   if (options.signal?.aborted) throw new CrawlError('The sync was stopped.');
 
+  const { pages, unreadable, visited, firstError } = crawl;
   if (pages.size === 0 && firstError !== undefined) {
     throw new CrawlError(`No page of ${origin} could be read: ${firstError}`);
   }
@@ -374,11 +412,7 @@ export async function crawlWebsite(domain: string, options: CrawlOptions): Promi
 }
 
 /** Page URLs listed by the sitemaps (robots.txt's, else /sitemap.xml), same origin only. */
-async function sitemapUrls(
-  declared: string[],
-  origin: string,
-  fetchText: (url: URL, accept: string) => Promise<SafeResponse>,
-): Promise<URL[]> {
+async function sitemapUrls(declared: string[], origin: string, fetchText: FetchText): Promise<URL[]> {
   const candidates = declared
     .map((href) => sameOrigin(href, new URL(origin), origin))
     .filter((u): u is URL => u !== undefined);
