@@ -12,7 +12,7 @@ import { isCustomerConversation } from '../conversations/conversations.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
-import { findTask, identifierOf } from './refs.js';
+import { findTask, identifierOf, type TaskSummary } from './refs.js';
 
 /** The linkable kinds, with the admin console path each target is shown at. */
 export const LINK_TARGETS = {
@@ -112,143 +112,168 @@ async function findTarget(
   }
 }
 
-export function createTaskLinkService({
-  db,
-  adminBaseUrl,
-  emitEvent,
-}: {
+export interface LinkDeps {
   db: Db;
   adminBaseUrl: string;
-  emitEvent?: EmitEvent;
-}) {
-  const toRecord = (row: LinkRow): TaskLinkRecord => {
-    const type = row.target_type as LinkTargetType;
-    return {
-      id: row.id,
-      object: 'task_link',
-      task_id: row.task_id,
-      target_type: type,
-      target_id: row.target_id,
-      context: { conversation_id: row.conversation_id, message_id: row.message_id },
-      deleted: row.deleted_at !== null,
-      admin_url: `${adminBaseUrl}/${LINK_TARGETS[type]}/${row.target_id}`,
-      created_at: iso(row.created_at),
-      updated_at: iso(row.updated_at),
-    };
-  };
+  emitEvent?: EmitEvent | undefined;
+}
 
-  async function findLink(tenantId: string, taskId: string, linkId: string) {
-    if (!isUuid(linkId)) throw new NotFoundError('task link', linkId);
-    const row = await db
-      .selectFrom('task_links')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('task_id', '=', taskId)
-      .where('id', '=', linkId)
-      .executeTakeFirst();
-    if (!row) throw new NotFoundError('task link', linkId);
-    return row;
-  }
+export interface NewLink {
+  target_type: LinkTargetType;
+  target_id: string;
+}
 
+function toLinkRecord(adminBaseUrl: string, row: LinkRow): TaskLinkRecord {
+  const type = row.target_type as LinkTargetType;
   return {
-    /**
-     * Links a target to a task: `created` is true only for a new link. The same target again
-     * answers the existing link and changes nothing, or revives it when it was deleted.
-     */
-    async linkTask(
-      tenantId: string,
-      ref: string,
-      input: { target_type: LinkTargetType; target_id: string },
-    ): Promise<{ created: boolean; link: TaskLinkRecord }> {
-      const targetId = input.target_id;
-      const task = await findTask(db, tenantId, ref);
-      const context = await findTarget(db, tenantId, input.target_type, targetId);
-      if (!context) {
-        throw new InvalidParametersError(
-          'target_id',
-          `target_id names no ${input.target_type.replace(/_/g, ' ')} of this workspace.`,
-        );
-      }
-      const id = newId();
-      const now = new Date();
-      // A live link is left untouched (the update's `where` fails, nothing is returned);
-      // a deleted one is revived.
-      // The insert and its webhook event commit together; only a new link is an event.
-      const written = await db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('task_links')
-          .values({
-            id,
-            tenant_id: tenantId,
-            task_id: task.id,
-            target_type: input.target_type,
-            target_id: targetId,
-            conversation_id: context.conversation_id,
-            message_id: context.message_id,
-            created_at: now,
-            updated_at: now,
-          })
-          .onConflict((oc) =>
-            oc
-              .columns(['task_id', 'target_type', 'target_id'])
-              .doUpdateSet({ deleted_at: null, updated_at: now })
-              .where('task_links.deleted_at', 'is not', null),
-          )
-          .returningAll()
-          .executeTakeFirst();
-        if (inserted?.id === id) {
-          await emitEvent?.(trx, tenantId, 'task.link.created', {
-            task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
-            link: toRecord(inserted),
-          });
-        }
-        return inserted;
+    id: row.id,
+    object: 'task_link',
+    task_id: row.task_id,
+    target_type: type,
+    target_id: row.target_id,
+    context: { conversation_id: row.conversation_id, message_id: row.message_id },
+    deleted: row.deleted_at !== null,
+    admin_url: `${adminBaseUrl}/${LINK_TARGETS[type]}/${row.target_id}`,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+async function findLink(db: Db, tenantId: string, taskId: string, linkId: string) {
+  if (!isUuid(linkId)) throw new NotFoundError('task link', linkId);
+  const row = await db
+    .selectFrom('task_links')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('task_id', '=', taskId)
+    .where('id', '=', linkId)
+    .executeTakeFirst();
+  if (!row) throw new NotFoundError('task link', linkId);
+  return row;
+}
+
+/**
+ * Links a target to a task: `created` is true only for a new link. The same target again
+ * answers the existing link and changes nothing, or revives it when it was deleted.
+ */
+async function linkTask(
+  deps: LinkDeps,
+  tenantId: string,
+  ref: string,
+  input: NewLink,
+): Promise<{ created: boolean; link: TaskLinkRecord }> {
+  const { db, adminBaseUrl } = deps;
+  const task = await findTask(db, tenantId, ref);
+  const context = await findTarget(db, tenantId, input.target_type, input.target_id);
+  if (!context) {
+    throw new InvalidParametersError(
+      'target_id',
+      `target_id names no ${input.target_type.replace(/_/g, ' ')} of this workspace.`,
+    );
+  }
+  const id = newId();
+  const written = await writeLink(deps, tenantId, task, input, context, id);
+  if (written) return { created: written.id === id, link: toLinkRecord(adminBaseUrl, written) };
+  const existing = await db
+    .selectFrom('task_links')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('task_id', '=', task.id)
+    .where('target_type', '=', input.target_type)
+    .where('target_id', '=', input.target_id)
+    .executeTakeFirstOrThrow();
+  return { created: false, link: toLinkRecord(adminBaseUrl, existing) };
+}
+
+/**
+ * Inserts the link as `id`, or revives it when it was deleted, and answers the row written. A
+ * live link is left untouched (the update's `where` fails, nothing is returned). The insert and
+ * its webhook event commit together; only a new link is an event.
+ */
+async function writeLink(
+  { db, adminBaseUrl, emitEvent }: LinkDeps,
+  tenantId: string,
+  task: TaskSummary,
+  input: NewLink,
+  context: LinkContext,
+  id: string,
+) {
+  const now = new Date();
+  return db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('task_links')
+      .values({
+        id,
+        tenant_id: tenantId,
+        task_id: task.id,
+        target_type: input.target_type,
+        target_id: input.target_id,
+        conversation_id: context.conversation_id,
+        message_id: context.message_id,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['task_id', 'target_type', 'target_id'])
+          .doUpdateSet({ deleted_at: null, updated_at: now })
+          .where('task_links.deleted_at', 'is not', null),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted?.id === id) {
+      await emitEvent?.(trx, tenantId, 'task.link.created', {
+        task: { id: task.id, identifier: identifierOf(task.number), title: task.title },
+        link: toLinkRecord(adminBaseUrl, inserted),
       });
-      if (written) return { created: written.id === id, link: toRecord(written) };
-      const existing = await db
-        .selectFrom('task_links')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .where('task_id', '=', task.id)
-        .where('target_type', '=', input.target_type)
-        .where('target_id', '=', targetId)
-        .executeTakeFirstOrThrow();
-      return { created: false, link: toRecord(existing) };
-    },
+    }
+    return inserted;
+  });
+}
 
-    /** Links of a task, deleted ones included (they read `deleted: true`), newest first. */
-    async listLinks(tenantId: string, ref: string, page: Page) {
-      const task = await findTask(db, tenantId, ref);
-      let query = db
-        .selectFrom('task_links')
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .where('task_id', '=', task.id);
-      query = newestFirst(query, page);
-      return toList(await query.execute(), page, toRecord, (row) => row.id);
-    },
+/** Links of a task, deleted ones included (they read `deleted: true`), newest first. */
+async function listLinks({ db, adminBaseUrl }: LinkDeps, tenantId: string, ref: string, page: Page) {
+  const task = await findTask(db, tenantId, ref);
+  let query = db.selectFrom('task_links').selectAll().where('tenant_id', '=', tenantId).where('task_id', '=', task.id);
+  query = newestFirst(query, page);
+  return toList(
+    await query.execute(),
+    page,
+    (row) => toLinkRecord(adminBaseUrl, row),
+    (row) => row.id,
+  );
+}
 
-    async getLink(tenantId: string, ref: string, linkId: string): Promise<TaskLinkRecord> {
-      const task = await findTask(db, tenantId, ref);
-      return toRecord(await findLink(tenantId, task.id, linkId));
-    },
+async function getLink({ db, adminBaseUrl }: LinkDeps, tenantId: string, ref: string, linkId: string) {
+  const task = await findTask(db, tenantId, ref);
+  return toLinkRecord(adminBaseUrl, await findLink(db, tenantId, task.id, linkId));
+}
 
-    /** Marks the link deleted and answers it; deleting a deleted link changes nothing. */
-    async deleteLink(tenantId: string, ref: string, linkId: string): Promise<TaskLinkRecord> {
-      const task = await findTask(db, tenantId, ref);
-      await findLink(tenantId, task.id, linkId);
-      const now = new Date();
-      const row = await db
-        .updateTable('task_links')
-        .set({ deleted_at: now, updated_at: now })
-        .where('tenant_id', '=', tenantId)
-        .where('task_id', '=', task.id)
-        .where('id', '=', linkId)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
-      return toRecord(row ?? (await findLink(tenantId, task.id, linkId)));
-    },
+/** Marks the link deleted and answers it; deleting a deleted link changes nothing. */
+async function deleteLink({ db, adminBaseUrl }: LinkDeps, tenantId: string, ref: string, linkId: string) {
+  const task = await findTask(db, tenantId, ref);
+  await findLink(db, tenantId, task.id, linkId);
+  const now = new Date();
+  const row = await db
+    .updateTable('task_links')
+    .set({ deleted_at: now, updated_at: now })
+    .where('tenant_id', '=', tenantId)
+    .where('task_id', '=', task.id)
+    .where('id', '=', linkId)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+  return toLinkRecord(adminBaseUrl, row ?? (await findLink(db, tenantId, task.id, linkId)));
+}
+
+export function createTaskLinkService(deps: LinkDeps) {
+  return {
+    linkTask: (tenantId: string, ref: string, input: NewLink) => linkTask(deps, tenantId, ref, input),
+    listLinks: (tenantId: string, ref: string, page: Page) => listLinks(deps, tenantId, ref, page),
+    getLink: (tenantId: string, ref: string, linkId: string): Promise<TaskLinkRecord> =>
+      getLink(deps, tenantId, ref, linkId),
+    deleteLink: (tenantId: string, ref: string, linkId: string): Promise<TaskLinkRecord> =>
+      deleteLink(deps, tenantId, ref, linkId),
   };
 }
 
