@@ -48,8 +48,9 @@ interface RunPlay {
 /** The run job: plays the run's cases with an engine of its own, closed when the job stops. */
 export async function runJob(deps: RunJobDeps, job: Job, ctx: JobContext): Promise<void> {
   const { inProcess } = deps;
-  if (inProcess.closed)
+  if (inProcess.closed) {
     throw new Error('The simulations were shut down in this process; the run plays on its next claim.');
+  }
   const engine = deps.newEngine();
   inProcess.engines.add(engine);
   const stopTurns = () => void engine.close();
@@ -64,8 +65,8 @@ export async function runJob(deps: RunJobDeps, job: Job, ctx: JobContext): Promi
 }
 
 /**
- * Marks the run `running` and answers the agent it tests, or nothing when there is nothing to play:
- * the run was deleted with its dataset or already settled, or its agent is gone (then it fails).
+ * Marks the run `running` and returns the id of the agent it tests; nothing when there is nothing
+ * to play: the run was deleted with its dataset or already settled, or its agent is gone (then it fails).
  */
 async function openRun(deps: RunJobDeps, tenantId: string, runId: string): Promise<string | undefined> {
   const run = await deps.db
