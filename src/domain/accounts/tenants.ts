@@ -1,13 +1,27 @@
-// Tenants and their API keys, and the operator tokens of the control plane. Secrets are shown
-// once, at creation, and stored only as SHA-256 hashes (DESIGN.md §3).
+// Tenants, their API keys (./api-keys.ts) and the operator tokens of the control plane
+// (./operator-tokens.ts). Secrets are shown once, at creation, and stored only as SHA-256 hashes
+// (DESIGN.md §3).
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { newId, newSecret, sha256Hex } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { foreignCursor, newestFirst, type Page, toList } from '../pagination.js';
-import { isScope } from './scopes.js';
+import { ConflictError, ValidationError } from '../errors.js';
+import { foreignCursor, type Page, toList } from '../pagination.js';
+import {
+  changeApiKeyState,
+  createApiKey,
+  findKeyByHash,
+  getApiKey,
+  type KeyAction,
+  listApiKeys,
+  type NewApiKey,
+  touchApiKeys,
+} from './api-keys.js';
+import { countOperatorTokens, createOperatorToken, hasOperatorToken, retireOperatorTokens } from './operator-tokens.js';
+import { getTenant, type TenantRecord } from './tenant-records.js';
+
+export { type ApiKeyRecord, type ApiKeyStatus, keyStatus, type NewApiKey } from './api-keys.js';
+export type { TenantRecord } from './tenant-records.js';
 
 export const TENANT_ID_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
 /**
@@ -32,281 +46,70 @@ export const RESERVED_TENANT_IDS: readonly string[] = [
   'support',
   'www',
 ];
-const KEY_PREFIX_LENGTH = 12;
 
-export interface TenantRecord {
-  id: string;
-  object: 'tenant';
-  name: string;
-  created_at: string;
+async function createTenant(db: Db, input: { tenant_id: string; name: string }): Promise<TenantRecord> {
+  if (RESERVED_TENANT_IDS.includes(input.tenant_id)) {
+    throw new ValidationError('tenant_id', `'${input.tenant_id}' is reserved: a tenant's id is its host name.`);
+  }
+  try {
+    const row = await db
+      .insertInto('tenants')
+      .values({ id: input.tenant_id, name: input.name })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) };
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ConflictError(`Tenant '${input.tenant_id}' already exists.`, 'tenant_id');
+    throw error;
+  }
 }
 
-export type ApiKeyStatus = 'active' | 'expired' | 'locked' | 'revoked';
-
-export interface ApiKeyRecord {
-  id: string;
-  object: 'api_key';
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  status: ApiKeyStatus;
-  expires_at: string | null;
-  last_used_at: string | null;
-  locked_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
+/** Newest first, as every list; the cursor is the last tenant shown, placed by its creation. */
+async function listTenants(db: Db, page: Page) {
+  let query = db
+    .selectFrom('tenants')
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1);
+  if (page.cursor !== undefined) {
+    const after = Buffer.from(page.cursor, 'base64url').toString('utf8');
+    if (!new RegExp(TENANT_ID_PATTERN).test(after)) throw foreignCursor();
+    query = query.where(
+      sql<boolean>`(created_at, id) < (select t.created_at, t.id from tenants t where t.id = ${after})`,
+    );
+  }
+  const rows = await query.execute();
+  return toList(
+    rows,
+    page,
+    (row): TenantRecord => ({ id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) }),
+    (row) => row.id,
+  );
 }
 
-interface ApiKeyRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  expires_at: Date | null;
-  locked_at: Date | null;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
-  created_at: Date;
-}
-
-export function keyStatus(row: Pick<ApiKeyRow, 'revoked_at' | 'locked_at' | 'expires_at'>, now = Date.now()) {
-  if (row.revoked_at) return 'revoked';
-  if (row.locked_at) return 'locked';
-  if (row.expires_at && new Date(row.expires_at).getTime() <= now) return 'expired';
-  return 'active';
-}
-
-function toApiKeyRecord(row: ApiKeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    object: 'api_key',
-    tenant_id: row.tenant_id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: row.scopes,
-    status: keyStatus(row),
-    expires_at: iso(row.expires_at),
-    last_used_at: iso(row.last_used_at),
-    locked_at: iso(row.locked_at),
-    revoked_at: iso(row.revoked_at),
-    created_at: iso(row.created_at),
-  };
-}
-
-const KEY_COLUMNS = [
-  'id',
-  'tenant_id',
-  'name',
-  'prefix',
-  'scopes',
-  'expires_at',
-  'locked_at',
-  'revoked_at',
-  'last_used_at',
-  'created_at',
-] as const;
-
-export interface NewApiKey {
-  name: string;
-  scopes: string[];
-  expires_at?: string | null | undefined;
+async function countTenants(db: Db): Promise<number> {
+  const row = await db.selectFrom('tenants').select(db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export function createTenantService({ db }: { db: Db }) {
-  async function getTenant(tenantId: string): Promise<TenantRecord> {
-    const row = await db.selectFrom('tenants').selectAll().where('id', '=', tenantId).executeTakeFirst();
-    if (!row) throw new NotFoundError('tenant', tenantId);
-    return { id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) };
-  }
-
   return {
-    getTenant,
-
-    async createTenant(input: { tenant_id: string; name: string }): Promise<TenantRecord> {
-      if (RESERVED_TENANT_IDS.includes(input.tenant_id)) {
-        throw new ValidationError('tenant_id', `'${input.tenant_id}' is reserved: a tenant's id is its host name.`);
-      }
-      try {
-        const row = await db
-          .insertInto('tenants')
-          .values({ id: input.tenant_id, name: input.name })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        return { id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) };
-      } catch (error) {
-        if (isUniqueViolation(error))
-          throw new ConflictError(`Tenant '${input.tenant_id}' already exists.`, 'tenant_id');
-        throw error;
-      }
-    },
-
-    /** Newest first, as every list; the cursor is the last tenant shown, placed by its creation. */
-    async listTenants(page: Page) {
-      let query = db
-        .selectFrom('tenants')
-        .selectAll()
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(page.limit + 1);
-      if (page.cursor !== undefined) {
-        const after = Buffer.from(page.cursor, 'base64url').toString('utf8');
-        if (!new RegExp(TENANT_ID_PATTERN).test(after)) throw foreignCursor();
-        query = query.where(
-          sql<boolean>`(created_at, id) < (select t.created_at, t.id from tenants t where t.id = ${after})`,
-        );
-      }
-      const rows = await query.execute();
-      return toList(
-        rows,
-        page,
-        (row): TenantRecord => ({ id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) }),
-        (row) => row.id,
-      );
-    },
-
-    async countTenants(): Promise<number> {
-      const row = await db.selectFrom('tenants').select(db.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
-
-    /** Creates a key; the secret is in this answer only. */
-    async createApiKey(tenantId: string, input: NewApiKey): Promise<ApiKeyRecord & { secret: string }> {
-      await getTenant(tenantId);
-      // The control plane's and the settings page's rules, here so that both keep them.
-      const name = input.name.trim();
-      if (name.length === 0 || name.length > 200) {
-        throw new ValidationError('name', 'Give the key a name of 1 to 200 characters.');
-      }
-      if (input.scopes.length === 0) throw new ValidationError('scopes', 'Choose at least one scope.');
-      input.scopes.forEach((scope, i) => {
-        if (!isScope(scope)) throw new ValidationError(`scopes[${i}]`, `'${scope}' is not a known scope.`);
-      });
-      let expiresAt: Date | null = null;
-      if (input.expires_at) {
-        expiresAt = new Date(input.expires_at);
-        // The format admits a leap second (23:59:60), which no clock here can hold.
-        if (Number.isNaN(expiresAt.getTime())) {
-          throw new ValidationError('expires_at', 'expires_at must be a time that exists (no leap second).');
-        }
-        if (expiresAt.getTime() <= Date.now())
-          throw new ValidationError('expires_at', 'expires_at must be in the future.');
-      }
-      const secret = newSecret('wsk');
-      const row = await db
-        .insertInto('api_keys')
-        .values({
-          id: newId(),
-          tenant_id: tenantId,
-          name,
-          prefix: secret.slice(0, KEY_PREFIX_LENGTH),
-          secret_hash: sha256Hex(secret),
-          scopes: [...new Set(input.scopes)],
-          expires_at: expiresAt,
-        })
-        .returning(KEY_COLUMNS)
-        .executeTakeFirstOrThrow();
-      return { ...toApiKeyRecord(row), secret };
-    },
-
-    async listApiKeys(tenantId: string, page: Page) {
-      await getTenant(tenantId);
-      let query = db.selectFrom('api_keys').select(KEY_COLUMNS).where('tenant_id', '=', tenantId);
-      query = newestFirst(query, page);
-      return toList(await query.execute(), page, toApiKeyRecord, (row) => row.id);
-    },
-
-    async getApiKey(keyId: string): Promise<ApiKeyRecord> {
-      const row = await db.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', keyId).executeTakeFirst();
-      if (!row) throw new NotFoundError('API key', keyId);
-      return toApiKeyRecord(row);
-    },
-
-    /**
-     * Revoke is final; lock and unlock toggle a key that is not revoked. With `tenantId` (the
-     * owners' settings page), a key of another tenant is not found.
-     */
-    async changeApiKeyState(
-      keyId: string,
-      action: 'revoke' | 'lock' | 'unlock',
-      tenantId?: string,
-    ): Promise<ApiKeyRecord> {
-      return db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom('api_keys')
-          .select(KEY_COLUMNS)
-          .where('id', '=', keyId)
-          .$if(tenantId !== undefined, (q) => q.where('tenant_id', '=', tenantId as string))
-          .forUpdate()
-          .executeTakeFirst();
-        if (!row) throw new NotFoundError('API key', keyId);
-        if (row.revoked_at && action !== 'revoke') {
-          throw new ConflictError(`API key '${keyId}' is revoked; a revoked key cannot be locked or unlocked.`);
-        }
-        const now = new Date();
-        const patch =
-          action === 'revoke'
-            ? { revoked_at: row.revoked_at ?? now }
-            : action === 'lock'
-              ? { locked_at: row.locked_at ?? now }
-              : { locked_at: null };
-        const updated = await trx
-          .updateTable('api_keys')
-          .set(patch)
-          .where('id', '=', keyId)
-          .returning(KEY_COLUMNS)
-          .executeTakeFirstOrThrow();
-        return toApiKeyRecord(updated);
-      });
-    },
-
-    /** The key a presented secret hashes to, whatever its state (the caller judges the state). */
-    async findKeyByHash(secretHash: string) {
-      return db
-        .selectFrom('api_keys')
-        .select(['id', 'tenant_id', 'name', 'scopes', 'expires_at', 'locked_at', 'revoked_at'])
-        .where('secret_hash', '=', secretHash)
-        .executeTakeFirst();
-    },
-
-    async touchApiKeys(keyIds: string[]): Promise<void> {
-      if (keyIds.length === 0) return;
-      await db.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', 'in', keyIds).execute();
-    },
-
-    /** Creates an operator token (control plane); the token is in this answer only. */
-    async createOperatorToken(): Promise<string> {
-      const token = newSecret('wso');
-      await db
-        .insertInto('operator_tokens')
-        .values({ id: newId(), token_hash: sha256Hex(token) })
-        .execute();
-      return token;
-    },
-
-    async hasOperatorToken(tokenHash: string): Promise<boolean> {
-      const row = await db
-        .selectFrom('operator_tokens')
-        .select('id')
-        .where('token_hash', '=', tokenHash)
-        .executeTakeFirst();
-      return row !== undefined;
-    },
-
-    /** Deletes every stored (generated) operator token; answers how many there were. */
-    async retireOperatorTokens(): Promise<number> {
-      const result = await db.deleteFrom('operator_tokens').executeTakeFirst();
-      return Number(result.numDeletedRows);
-    },
-
-    async countOperatorTokens(): Promise<number> {
-      const row = await db
-        .selectFrom('operator_tokens')
-        .select(db.fn.countAll<number>().as('n'))
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
+    getTenant: (tenantId: string) => getTenant(db, tenantId),
+    createTenant: (input: { tenant_id: string; name: string }) => createTenant(db, input),
+    listTenants: (page: Page) => listTenants(db, page),
+    countTenants: () => countTenants(db),
+    createApiKey: (tenantId: string, input: NewApiKey) => createApiKey(db, tenantId, input),
+    listApiKeys: (tenantId: string, page: Page) => listApiKeys(db, tenantId, page),
+    getApiKey: (keyId: string) => getApiKey(db, keyId),
+    changeApiKeyState: (keyId: string, action: KeyAction, tenantId?: string) =>
+      changeApiKeyState(db, keyId, action, tenantId),
+    findKeyByHash: (secretHash: string) => findKeyByHash(db, secretHash),
+    touchApiKeys: (keyIds: string[]) => touchApiKeys(db, keyIds),
+    createOperatorToken: () => createOperatorToken(db),
+    hasOperatorToken: (tokenHash: string) => hasOperatorToken(db, tokenHash),
+    retireOperatorTokens: () => retireOperatorTokens(db),
+    countOperatorTokens: () => countOperatorTokens(db),
   };
 }
 

@@ -1,0 +1,18 @@
+// A tenant as the API answers it, and the lookup of one by its id.
+import type { Db } from '../../db/client.js';
+import { iso } from '../../lib/time.js';
+import { NotFoundError } from '../errors.js';
+
+export interface TenantRecord {
+  id: string;
+  object: 'tenant';
+  name: string;
+  created_at: string;
+}
+
+/** The tenant `tenantId` names, or `not_found`. */
+export async function getTenant(db: Db, tenantId: string): Promise<TenantRecord> {
+  const row = await db.selectFrom('tenants').selectAll().where('id', '=', tenantId).executeTakeFirst();
+  if (!row) throw new NotFoundError('tenant', tenantId);
+  return { id: row.id, object: 'tenant', name: row.name, created_at: iso(row.created_at) };
+}
