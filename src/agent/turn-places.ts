@@ -21,22 +21,15 @@ export interface TurnPlacesOptions {
 }
 
 export function createTurnPlaces({ db, maxStreams, maxWaiting, pollMs, wake }: TurnPlacesOptions) {
-  /** Streamed turns running, by tenant. */
-  const streamsOf = new Map<string, number>();
-  /** Turns waiting for client results, by tenant: their message ids. */
-  const waitingOf = new Map<string, Set<string>>();
-  let watcher: NodeJS.Timeout | undefined;
-  let watching = false;
+  return { streamed: streamPlaces(maxStreams), ...waitingPlaces({ db, maxWaiting, pollMs, wake }) };
+}
 
-  /** Why the tenant's waiting places are all taken, or undefined when one is free. */
-  function waitingFull(tenantId: string): string | undefined {
-    const held = waitingOf.get(tenantId)?.size ?? 0;
-    if (maxWaiting === undefined || held < maxWaiting) return undefined;
-    return `This workspace has ${held} turns waiting for client function results on this server, its limit (TURN_MAX_WAITING_PER_TENANT); send their results, use client_functions_mode "pause", or retry when one ends.`;
-  }
+/** The stream places: streamed turns running, by tenant. */
+function streamPlaces(maxStreams: number | undefined) {
+  const streamsOf = new Map<string, number>();
 
   /** Runs `start` holding one of the tenant's stream places when `streams`, until its turn ends. */
-  async function streamed<T extends { finished: Promise<unknown> }>(
+  return async function streamed<T extends { finished: Promise<unknown> }>(
     tenantId: string,
     streams: boolean,
     start: () => Promise<T>,
@@ -66,6 +59,21 @@ export function createTurnPlaces({ db, maxStreams, maxWaiting, pollMs, wake }: T
       leave();
       throw error;
     }
+  };
+}
+
+/** The waiting places: turns waiting for client results, by tenant, watched while there are any. */
+function waitingPlaces({ db, maxWaiting, pollMs, wake }: Omit<TurnPlacesOptions, 'maxStreams'>) {
+  /** Turns waiting for client results, by tenant: their message ids. */
+  const waitingOf = new Map<string, Set<string>>();
+  let watcher: NodeJS.Timeout | undefined;
+  let watching = false;
+
+  /** Why the tenant's waiting places are all taken, or undefined when one is free. */
+  function waitingFull(tenantId: string): string | undefined {
+    const held = waitingOf.get(tenantId)?.size ?? 0;
+    if (maxWaiting === undefined || held < maxWaiting) return undefined;
+    return `This workspace has ${held} turns waiting for client function results on this server, its limit (TURN_MAX_WAITING_PER_TENANT); send their results, use client_functions_mode "pause", or retry when one ends.`;
   }
 
   /**
@@ -101,31 +109,7 @@ export function createTurnPlaces({ db, maxStreams, maxWaiting, pollMs, wake }: T
       for (const [tenantId, places] of waitingOf) {
         const ids = [...places];
         if (ids.length === 0) continue;
-        const still = await db
-          .selectFrom('messages as m')
-          .select('m.id')
-          .where('m.tenant_id', '=', tenantId)
-          .where('m.id', 'in', ids)
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('function_calls as f')
-                .select('f.call_id')
-                .where('f.tenant_id', '=', tenantId)
-                .whereRef('f.message_id', '=', 'm.id')
-                .where('f.status', '=', 'pending'),
-            ),
-          )
-          .where(({ exists, selectFrom }) =>
-            exists(
-              selectFrom('conversations as c')
-                .select('c.id')
-                .where('c.tenant_id', '=', tenantId)
-                .whereRef('c.id', '=', 'm.conversation_id')
-                .whereRef('c.active_turn_id', '=', 'm.id'),
-            ),
-          )
-          .execute();
-        const waiting = new Set(still.map((row) => row.id));
+        const waiting = await stillWaiting(db, tenantId, ids);
         for (const id of ids) if (!waiting.has(id)) wake(id);
       }
     } catch {
@@ -137,11 +121,39 @@ export function createTurnPlaces({ db, maxStreams, maxWaiting, pollMs, wake }: T
 
   return {
     waitingFull,
-    streamed,
     holdWaiting,
     close(): void {
       clearInterval(watcher);
       watcher = undefined;
     },
   };
+}
+
+/** Of the tenant's `ids`, the turns that still wait: a call still pending, and their conversation's turn. */
+async function stillWaiting(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('messages as m')
+    .select('m.id')
+    .where('m.tenant_id', '=', tenantId)
+    .where('m.id', 'in', ids)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('function_calls as f')
+          .select('f.call_id')
+          .where('f.tenant_id', '=', tenantId)
+          .whereRef('f.message_id', '=', 'm.id')
+          .where('f.status', '=', 'pending'),
+      ),
+    )
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('conversations as c')
+          .select('c.id')
+          .where('c.tenant_id', '=', tenantId)
+          .whereRef('c.id', '=', 'm.conversation_id')
+          .whereRef('c.active_turn_id', '=', 'm.id'),
+      ),
+    )
+    .execute();
+  return new Set(rows.map((row) => row.id));
 }
