@@ -20,6 +20,12 @@
 
 import { CompiledQuery, type QueryResult } from 'kysely';
 
+/**
+ * `DATABASE_COALESCING=off` sends every item in a statement of its own, as soon as it comes: what
+ * the coalescing buys is measured against that (bench/database.ts). Read once, at start.
+ */
+const COALESCING = process.env.DATABASE_COALESCING !== 'off';
+
 /** What one item of a batch came to. */
 export type Outcome<Result> = { ok: true; value: Result } | { ok: false; error: unknown };
 
@@ -58,94 +64,117 @@ export interface Coalesced<Item, Result> {
   run(group: string, item: Item): Promise<Result>;
 }
 
-export function coalesce<Item, Result>(
+/** A coalescer: how it runs a batch, and its groups by name. */
+interface Coalescer<Item, Result> {
   options: CoalesceOptions & {
     /** One statement for these items of `group`: what each came to, in their order. */
     runMany(group: string, items: Item[]): Promise<Outcome<Result>[]>;
-  },
-): Coalesced<Item, Result> {
-  const groups = new Map<string, Group<Item, Result>>();
-
-  async function send(name: string, group: Group<Item, Result>, batch: Batch<Item, Result>): Promise<void> {
-    clearTimeout(batch.timer);
-    group.running++;
-    try {
-      const outcomes = await options.runMany(
-        name,
-        batch.entries.map((entry) => entry.item),
-      );
-      batch.entries.forEach(({ waiter }, i) => {
-        const outcome = outcomes[i];
-        if (outcome === undefined) waiter.reject(new Error('a coalesced statement answered fewer items than asked'));
-        else if (outcome.ok) waiter.resolve(outcome.value);
-        else waiter.reject(outcome.error);
-      });
-    } catch (error) {
-      for (const { waiter } of batch.entries) waiter.reject(error);
-    } finally {
-      group.running--;
-      // Beyond maxInFlight only while batches sent after maxWaitMs run: the next waits for room,
-      // unless it has waited maxWaitMs already (timers fire in order: the first is the oldest).
-      const room =
-        group.running < options.maxInFlight ||
-        (group.waiting[0]?.due === true && group.running < 2 * options.maxInFlight);
-      const next = room ? group.waiting.shift() : undefined;
-      if (next !== undefined) void send(name, group, next);
-      else if (group.running === 0 && group.waiting.length === 0) groups.delete(name);
-    }
-  }
-
-  /** A new batch waiting in `group`, sent after `maxWaitMs` if still waiting then. */
-  function wait(name: string, group: Group<Item, Result>, batch: Batch<Item, Result>): void {
-    group.waiting.push(batch);
-    if (options.maxWaitMs === undefined) return;
-    batch.timer = setTimeout(() => {
-      const at = group.waiting.indexOf(batch);
-      // At twice maxInFlight it is due: the next statement to end sends it (send's finally).
-      if (at === -1) return;
-      if (group.running >= 2 * options.maxInFlight) {
-        batch.due = true;
-        return;
-      }
-      group.waiting.splice(at, 1);
-      void send(name, group, batch);
-    }, options.maxWaitMs);
-    batch.timer.unref();
-  }
-
-  return {
-    run(name, item) {
-      return new Promise<Result>((resolve, reject) => {
-        const entry = { item, waiter: { resolve, reject } };
-        let group = groups.get(name);
-        if (group === undefined) {
-          group = { running: 0, waiting: [] };
-          groups.set(name, group);
-        }
-        if (group.running < options.maxInFlight && group.waiting.length === 0) {
-          if (group.running === 0) {
-            void send(name, group, { entries: [entry] });
-            return;
-          }
-          // A statement runs already: the items that arrive in this turn of the event loop (under
-          // load, the requests its answers let go, read off their sockets together) share the next
-          // one, rather than the first of them going alone and the rest waiting behind it.
-          const batch: Batch<Item, Result> = { entries: [entry] };
-          group.waiting.push(batch);
-          setImmediate(() => {
-            // Sent already if a statement ended meanwhile (send's finally takes the first waiting).
-            if (group.waiting[0] !== batch || group.running >= options.maxInFlight) return;
-            group.waiting.shift();
-            void send(name, group, batch);
-          });
-          return;
-        }
-        const last = group.waiting.at(-1);
-        if (last !== undefined && last.entries.length < options.maxItems) last.entries.push(entry);
-        else wait(name, group, { entries: [entry] });
-      });
-    },
   };
+  groups: Map<string, Group<Item, Result>>;
+}
+
+type Entry<Item, Result> = Batch<Item, Result>['entries'][number];
+
+export function coalesce<Item, Result>(options: Coalescer<Item, Result>['options']): Coalesced<Item, Result> {
+  const coalescer: Coalescer<Item, Result> = { options, groups: new Map() };
+  return {
+    run: (name, item) =>
+      new Promise<Result>((resolve, reject) => enqueue(coalescer, name, { item, waiter: { resolve, reject } })),
+  };
+}
+
+/** Sends `entry` at once, with the items of this turn, or into the batch waiting last. */
+function enqueue<Item, Result>(coalescer: Coalescer<Item, Result>, name: string, entry: Entry<Item, Result>): void {
+  const { options, groups } = coalescer;
+  let group = groups.get(name);
+  if (group === undefined) {
+    group = { running: 0, waiting: [] };
+    groups.set(name, group);
+  }
+  if (!COALESCING) {
+    void send(coalescer, name, group, { entries: [entry] });
+    return;
+  }
+  if (group.running < options.maxInFlight && group.waiting.length === 0) {
+    if (group.running === 0) {
+      void send(coalescer, name, group, { entries: [entry] });
+      return;
+    }
+    // A statement runs already: the items that arrive in this turn of the event loop (under
+    // load, the requests its answers let go, read off their sockets together) share the next
+    // one, rather than the first of them going alone and the rest waiting behind it.
+    const batch: Batch<Item, Result> = { entries: [entry] };
+    group.waiting.push(batch);
+    setImmediate(() => {
+      // Sent already if a statement ended meanwhile (send's finally takes the first waiting).
+      if (group.waiting[0] !== batch || group.running >= options.maxInFlight) return;
+      group.waiting.shift();
+      void send(coalescer, name, group, batch);
+    });
+    return;
+  }
+  const last = group.waiting.at(-1);
+  if (last !== undefined && last.entries.length < options.maxItems) last.entries.push(entry);
+  else wait(coalescer, name, group, { entries: [entry] });
+}
+
+async function send<Item, Result>(
+  coalescer: Coalescer<Item, Result>,
+  name: string,
+  group: Group<Item, Result>,
+  batch: Batch<Item, Result>,
+): Promise<void> {
+  const { options, groups } = coalescer;
+  clearTimeout(batch.timer);
+  group.running++;
+  try {
+    const outcomes = await options.runMany(
+      name,
+      batch.entries.map((entry) => entry.item),
+    );
+    batch.entries.forEach(({ waiter }, i) => {
+      const outcome = outcomes[i];
+      if (outcome === undefined) waiter.reject(new Error('a coalesced statement answered fewer items than asked'));
+      else if (outcome.ok) waiter.resolve(outcome.value);
+      else waiter.reject(outcome.error);
+    });
+  } catch (error) {
+    for (const { waiter } of batch.entries) waiter.reject(error);
+  } finally {
+    group.running--;
+    // Beyond maxInFlight only while batches sent after maxWaitMs run: the next waits for room,
+    // unless it has waited maxWaitMs already (timers fire in order: the first is the oldest).
+    const room =
+      group.running < options.maxInFlight ||
+      (group.waiting[0]?.due === true && group.running < 2 * options.maxInFlight);
+    const next = room ? group.waiting.shift() : undefined;
+    if (next !== undefined) void send(coalescer, name, group, next);
+    else if (group.running === 0 && group.waiting.length === 0) groups.delete(name);
+  }
+}
+
+/** A new batch waiting in `group`, sent after `maxWaitMs` if still waiting then. */
+function wait<Item, Result>(
+  coalescer: Coalescer<Item, Result>,
+  name: string,
+  group: Group<Item, Result>,
+  batch: Batch<Item, Result>,
+): void {
+  const { options } = coalescer;
+  group.waiting.push(batch);
+  if (options.maxWaitMs === undefined) return;
+  batch.timer = setTimeout(() => {
+    const at = group.waiting.indexOf(batch);
+    // At twice maxInFlight it is due: the next statement to end sends it (send's finally).
+    if (at === -1) return;
+    if (group.running >= 2 * options.maxInFlight) {
+      batch.due = true;
+      return;
+    }
+    group.waiting.splice(at, 1);
+    void send(coalescer, name, group, batch);
+  }, options.maxWaitMs);
+  batch.timer.unref();
 }
 
 export interface PointReads<Row> {
