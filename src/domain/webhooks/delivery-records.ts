@@ -1,23 +1,39 @@
-// A delivery of the log as the API shows it: its status, attempts, last answer and next retry.
+// A delivery of the log as the API shows it, the response schema the operations declare with the
+// record type derived from it: its status, attempts, last answer and next retry.
+import { type Static, Type } from '@sinclair/typebox';
 import type { WebhookDeliveryStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
-export interface WebhookDeliveryRecord {
-  id: string;
-  object: 'webhook_delivery';
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  status: WebhookDeliveryStatus;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  last_attempt_at: string | null;
-  next_retry_at: string | null;
-  delivered_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+  description: '`pending`: not yet delivered, an attempt is due; `succeeded`: a 2xx came back; `failed`: given up.',
+});
+
+export const WebhookDeliveryRecord = Type.Object(
+  {
+    id: Type.String({
+      format: 'uuid',
+      description: 'The delivery id, sent as `webhook-id`: the same on every retry and replay.',
+    }),
+    object: Type.Literal('webhook_delivery'),
+    endpoint_id: Uuid,
+    event_id: Uuid,
+    event_type: Type.String(),
+    status: DeliveryStatus,
+    attempts: Type.Integer({ description: 'Attempts made so far.' }),
+    last_status_code: Nullable(Type.Integer({ description: 'HTTP status of the last answer; null without one.' })),
+    last_error: Nullable(Type.String()),
+    last_attempt_at: Nullable(Timestamp),
+    next_retry_at: Nullable(
+      Type.String({ format: 'date-time', description: 'When the next attempt is due, while pending.' }),
+    ),
+    delivered_at: Nullable(Timestamp),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'WebhookDelivery' },
+);
+export type WebhookDeliveryRecord = Static<typeof WebhookDeliveryRecord>;
 
 export const DELIVERY_COLUMNS = [
   'id',

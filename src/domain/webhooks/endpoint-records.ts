@@ -1,23 +1,45 @@
-// An endpoint as the API shows it: never its secrets, and the end of a rotation's overlap only
-// while it lasts.
+// An endpoint as the API shows it, the response schema the operations declare with the record
+// type derived from it: never its secrets, and the end of a rotation's overlap only while it lasts.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { isUuid } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
-export interface WebhookEndpointRecord {
-  id: string;
-  object: 'webhook_endpoint';
-  url: string;
-  description: string | null;
-  events: string[];
-  enabled: boolean;
-  disabled_reason: string | null;
-  /** Until when the previous secret still signs, after a rotation. */
-  previous_secret_expires_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const WebhookEndpointRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('webhook_endpoint'),
+    url: Type.String(),
+    description: Nullable(Type.String()),
+    events: Type.Array(Type.String()),
+    enabled: Type.Boolean(),
+    disabled_reason: Nullable(Type.String({ description: 'Why the endpoint was disabled, when it is.' })),
+    previous_secret_expires_at: Nullable(
+      Type.String({
+        format: 'date-time',
+        description: 'After a rotation: until when the previous secret still signs beside the new one.',
+      }),
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'WebhookEndpoint' },
+);
+export type WebhookEndpointRecord = Static<typeof WebhookEndpointRecord>;
+
+/** The answer to create and rotate-secret: the endpoint with its new signing secret, shown this once. */
+export const WebhookEndpointWithSecret = Type.Object(
+  {
+    ...WebhookEndpointRecord.properties,
+    secret: Type.String({
+      description: 'The signing secret, `whsec_` + base64. Shown in this answer only: store it now.',
+    }),
+  },
+  { title: 'WebhookEndpointWithSecret' },
+);
+export type WebhookEndpointWithSecret = Static<typeof WebhookEndpointWithSecret>;
 
 export const ENDPOINT_COLUMNS = [
   'id',

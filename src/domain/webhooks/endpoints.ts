@@ -11,7 +11,13 @@ import { createSecretBox, type SecretBox } from '../../lib/secret-box.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import { getDelivery, listDeliveries, replayDelivery } from './deliveries.js';
-import { ENDPOINT_COLUMNS, loadEndpoint, toEndpointRecord, type WebhookEndpointRecord } from './endpoint-records.js';
+import {
+  ENDPOINT_COLUMNS,
+  loadEndpoint,
+  toEndpointRecord,
+  type WebhookEndpointRecord,
+  type WebhookEndpointWithSecret,
+} from './endpoint-records.js';
 import { checkUrl } from './endpoint-url.js';
 import { ALL_EVENTS, isEventType } from './event-types.js';
 import { DEFAULT_RETRY_POLICY } from './retry-policy.js';
@@ -19,8 +25,8 @@ import { sealStoredSecrets } from './secrets-at-rest.js';
 import type { WebhookContext } from './service-context.js';
 import { newWebhookSecret } from './signing.js';
 
-export { toDeliveryRecord, type WebhookDeliveryRecord } from './delivery-records.js';
-export type { WebhookEndpointRecord } from './endpoint-records.js';
+export { DeliveryStatus, toDeliveryRecord, WebhookDeliveryRecord } from './delivery-records.js';
+export { WebhookEndpointRecord, WebhookEndpointWithSecret } from './endpoint-records.js';
 
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
@@ -105,7 +111,7 @@ async function createEndpoint(
   { db, allowPrivateTargets, secrets, now }: WebhookContext,
   tenantId: string,
   input: CreateEndpointInput,
-): Promise<WebhookEndpointRecord & { secret: string }> {
+): Promise<WebhookEndpointWithSecret> {
   const events = checkEvents(input.events);
   const url = await checkUrl(input.url, allowPrivateTargets);
   const id = newId();
@@ -189,7 +195,7 @@ async function rotateSecret(
   { db, secrets, now }: WebhookContext,
   tenantId: string,
   id: string,
-): Promise<WebhookEndpointRecord & { secret: string }> {
+): Promise<WebhookEndpointWithSecret> {
   if (!isUuid(id)) throw new NotFoundError('webhook endpoint', id);
   const secret = newWebhookSecret();
   const at = now();

@@ -2,8 +2,14 @@
 // secret rotation, the delivery log and replays. The event types and their payloads are in
 // src/domain/webhooks/event-types.ts and in the OpenAPI document's `webhooks` section.
 import { Type } from '@sinclair/typebox';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
-import { MAX_URL_LENGTH } from '../../domain/webhooks/endpoints.js';
+import { Deleted, ListOf, ListQuery, Nullable, Uuid } from '../../domain/shapes.js';
+import {
+  DeliveryStatus,
+  MAX_URL_LENGTH,
+  WebhookDeliveryRecord,
+  WebhookEndpointRecord,
+  WebhookEndpointWithSecret,
+} from '../../domain/webhooks/endpoints.js';
 import { EVENT_TYPE_NAMES } from '../../domain/webhooks/event-types.js';
 import { defineOperation } from '../registry.js';
 
@@ -24,65 +30,6 @@ const Url = Type.String({
 
 const Description = Type.String({ maxLength: 500 });
 
-const endpointFields = {
-  id: Uuid,
-  object: Type.Literal('webhook_endpoint'),
-  url: Type.String(),
-  description: Nullable(Type.String()),
-  events: Type.Array(Type.String()),
-  enabled: Type.Boolean(),
-  disabled_reason: Nullable(Type.String({ description: 'Why the endpoint was disabled, when it is.' })),
-  previous_secret_expires_at: Nullable(
-    Type.String({
-      format: 'date-time',
-      description: 'After a rotation: until when the previous secret still signs beside the new one.',
-    }),
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-};
-
-const Endpoint = Type.Object(endpointFields, { title: 'WebhookEndpoint' });
-
-const EndpointWithSecret = Type.Object(
-  {
-    ...endpointFields,
-    secret: Type.String({
-      description: 'The signing secret, `whsec_` + base64. Shown in this answer only: store it now.',
-    }),
-  },
-  { title: 'WebhookEndpointWithSecret' },
-);
-
-const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-  description: '`pending`: not yet delivered, an attempt is due; `succeeded`: a 2xx came back; `failed`: given up.',
-});
-
-const Delivery = Type.Object(
-  {
-    id: Type.String({
-      format: 'uuid',
-      description: 'The delivery id, sent as `webhook-id`: the same on every retry and replay.',
-    }),
-    object: Type.Literal('webhook_delivery'),
-    endpoint_id: Uuid,
-    event_id: Uuid,
-    event_type: Type.String(),
-    status: DeliveryStatus,
-    attempts: Type.Integer({ description: 'Attempts made so far.' }),
-    last_status_code: Nullable(Type.Integer({ description: 'HTTP status of the last answer; null without one.' })),
-    last_error: Nullable(Type.String()),
-    last_attempt_at: Nullable(Timestamp),
-    next_retry_at: Nullable(
-      Type.String({ format: 'date-time', description: 'When the next attempt is due, while pending.' }),
-    ),
-    delivered_at: Nullable(Timestamp),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'WebhookDelivery' },
-);
-
 const EndpointParams = Type.Object({ endpoint_id: Uuid });
 const DeliveryParams = Type.Object({ delivery_id: Uuid });
 
@@ -101,7 +48,7 @@ export const webhookOperations = [
       { url: Url, events: EventNames, description: Type.Optional(Description) },
       { additionalProperties: false },
     ),
-    response: EndpointWithSecret,
+    response: WebhookEndpointWithSecret,
     status: 201,
     secretAnswer: true,
     handler: ({ tenantId, body, services }) => services.webhooks.createEndpoint(tenantId, body),
@@ -115,7 +62,7 @@ export const webhookOperations = [
     summary: 'List webhook endpoints',
     description: 'Lists the webhook endpoints of the workspace, newest first. Secrets are never listed.',
     query: ListQuery,
-    response: ListOf(Endpoint),
+    response: ListOf(WebhookEndpointRecord),
     handler: ({ tenantId, query, services }) => services.webhooks.listEndpoints(tenantId, query),
   }),
   defineOperation({
@@ -127,7 +74,7 @@ export const webhookOperations = [
     summary: 'Get a webhook endpoint',
     description: 'Returns one webhook endpoint, with `disabled_reason` when it was disabled.',
     params: EndpointParams,
-    response: Endpoint,
+    response: WebhookEndpointRecord,
     handler: ({ tenantId, params, services }) => services.webhooks.getEndpoint(tenantId, params.endpoint_id),
   }),
   defineOperation({
@@ -150,7 +97,7 @@ export const webhookOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Endpoint,
+    response: WebhookEndpointRecord,
     idempotent: true,
     handler: ({ tenantId, params, body, services }) =>
       services.webhooks.updateEndpoint(tenantId, params.endpoint_id, body),
@@ -180,7 +127,7 @@ export const webhookOperations = [
       'Issues a new signing secret, shown in this answer only. For 24 hours the old secret keeps signing beside ' +
       'the new one: `webhook-signature` then carries two signatures, so receivers can switch without losing events.',
     params: EndpointParams,
-    response: EndpointWithSecret,
+    response: WebhookEndpointWithSecret,
     secretAnswer: true,
     handler: ({ tenantId, params, services }) => services.webhooks.rotateSecret(tenantId, params.endpoint_id),
   }),
@@ -199,7 +146,7 @@ export const webhookOperations = [
       { ...ListQuery.properties, status: Type.Optional(DeliveryStatus) },
       { additionalProperties: false },
     ),
-    response: ListOf(Delivery),
+    response: ListOf(WebhookDeliveryRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.webhooks.listDeliveries(tenantId, params.endpoint_id, query),
   }),
@@ -212,7 +159,7 @@ export const webhookOperations = [
     summary: 'Get a webhook delivery',
     description: 'Returns one delivery of the log: status, attempts, last response code or error, next retry.',
     params: DeliveryParams,
-    response: Delivery,
+    response: WebhookDeliveryRecord,
     handler: ({ tenantId, params, services }) => services.webhooks.getDelivery(tenantId, params.delivery_id),
   }),
   defineOperation({
@@ -227,7 +174,7 @@ export const webhookOperations = [
       'freshly signed; if it fails it is retried for 24 hours. Answers 202 with the delivery, status `pending`. ' +
       'A disabled endpoint must be enabled first (409).',
     params: DeliveryParams,
-    response: Delivery,
+    response: WebhookDeliveryRecord,
     status: 202,
     errors: ['conflict'],
     handler: ({ tenantId, params, services }) => services.webhooks.replayDelivery(tenantId, params.delivery_id),
