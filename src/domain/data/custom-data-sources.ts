@@ -15,7 +15,22 @@ import { deleteRow, upsertBatch, upsertRow } from './row-writes.js';
 import { createSourceLookup } from './source-lookup.js';
 import { createSource, deleteSource, getSource, listSources, resolveSourceId } from './source-tables.js';
 
-export * from './data-source-records.js';
+export {
+  type BatchRowInput,
+  DataSourceRecord,
+  FieldDeclaration,
+  type FieldType,
+  MAX_DATA_DEPTH,
+  MAX_EXTERNAL_ID_LENGTH,
+  MAX_ROW_TAGS,
+  type NewDataSource,
+  RowData,
+  type RowInput,
+  type RowQuery,
+  RowRecord,
+  RowsUpserted,
+  SLUG_PATTERN,
+} from './data-source-records.js';
 export { ROW_READ_COALESCING } from './row-reads.js';
 
 export function createCustomDataSourceService({

@@ -1,9 +1,11 @@
-// The records of custom data sources and their rows, as the API answers them, and the stored rows
-// they are made from.
+// The records of custom data sources and their rows, as the API answers them (the response schemas
+// and their types), and the stored rows they are made from.
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { DataFieldDeclaration } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
 import type { Page } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
 /** Row `data` may nest objects and arrays this many levels deep (the object itself is level 1). */
 export const MAX_DATA_DEPTH = 32;
@@ -16,27 +18,67 @@ export const SLUG_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 
 export type FieldType = DataFieldDeclaration['type'];
 
-export interface DataSourceRecord {
-  id: string;
-  object: 'custom_data_source';
-  name: string;
-  slug: string;
-  fields: DataFieldDeclaration[];
-  created_at: string;
-  updated_at: string;
-}
+/** A declared field of row `data`: its key, its type, and whether rows must carry it. */
+export const FieldDeclaration = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$',
+      description: 'The key in row `data`: a letter or `_`, then letters, digits or `_`.',
+    }),
+    type: Type.Union(
+      [
+        Type.Literal('string'),
+        Type.Literal('number'),
+        Type.Literal('boolean'),
+        Type.Literal('date'),
+        Type.Literal('json'),
+      ],
+      { description: '`date` is an ISO 8601 date or date-time string; `json` is any value.' },
+    ),
+    required: Type.Optional(Type.Boolean({ description: 'Rows must carry a non-null value. Default false.' })),
+    description: Type.Optional(Type.String({ maxLength: 1000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const DataSourceRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('custom_data_source'),
+    name: Type.String(),
+    slug: Type.String(),
+    fields: Type.Array(FieldDeclaration, { description: 'Declared fields row `data` is checked against.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'CustomDataSource' },
+);
+export type DataSourceRecord = Static<typeof DataSourceRecord>;
+
+/** Any JSON object; checked for depth and declared fields by the domain. */
+export const RowData = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  additionalProperties: true,
+  description: `Any JSON object (at most ${MAX_DATA_DEPTH} levels deep), checked against the source's declared fields.`,
+});
 
 /** The spec's custom data source row, exactly; `score` is null unless a query ranked the row. */
-export interface RowRecord {
-  id: string;
-  external_id: string;
-  data: Record<string, unknown>;
-  tags: string[];
-  searchable_text: string;
-  content: string;
-  updated_at: string;
-  score: number | null;
-}
+export const RowRecord = Type.Object(
+  {
+    id: Uuid,
+    external_id: Type.String(),
+    data: RowData,
+    tags: Type.Array(Type.String()),
+    searchable_text: Type.String(),
+    content: Type.String(),
+    updated_at: Timestamp,
+    score: Nullable(
+      Type.Number({ description: 'Full-text rank for `q` (higher is better); null when no query ranked the row.' }),
+    ),
+  },
+  { title: 'CustomDataSourceRow' },
+);
+export type RowRecord = Static<typeof RowRecord>;
 
 export interface RowInput {
   data: Record<string, unknown>;
@@ -49,12 +91,16 @@ export interface BatchRowInput extends RowInput {
   external_id: string;
 }
 
-export interface RowsUpserted {
-  object: 'rows_upserted';
-  created_count: number;
-  updated_count: number;
-  data: RowRecord[];
-}
+export const RowsUpserted = Type.Object(
+  {
+    object: Type.Literal('rows_upserted'),
+    created_count: Type.Integer(),
+    updated_count: Type.Integer(),
+    data: Type.Array(RowRecord, { description: 'The written rows, in request order.' }),
+  },
+  { title: 'RowsUpserted' },
+);
+export type RowsUpserted = Static<typeof RowsUpserted>;
 
 export interface RowQuery extends Page {
   q?: string | undefined;

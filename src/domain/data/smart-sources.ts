@@ -3,22 +3,30 @@
 // data source of the tenant, so it finds the rows wherever they are, and leaves all others.
 // When its data source is deleted the smart source remains (`data_source_id` becomes null):
 // ingesting then answers `conflict`, while purging still works on the remaining sources.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import type { BatchRowInput, CustomDataSourceService, RowsUpserted } from './custom-data-sources.js';
 
-export interface SmartSourceRecord {
-  id: string;
-  object: 'smart_source';
-  name: string;
-  data_source_id: string | null;
-  tag: string;
-  created_at: string;
-  updated_at: string;
-}
+export const SmartSourceRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('smart_source'),
+    name: Type.String(),
+    data_source_id: Nullable(
+      Type.String({ format: 'uuid', description: 'The custom data source it writes into; null once deleted.' }),
+    ),
+    tag: Type.String({ description: 'The tag on every row it writes: `smart-source:<id>`.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'SmartSource' },
+);
+export type SmartSourceRecord = Static<typeof SmartSourceRecord>;
 
 export const smartSourceTag = (id: string) => `smart-source:${id}`;
 

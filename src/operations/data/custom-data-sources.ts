@@ -3,12 +3,16 @@
 // record; rules 7 (Clear Rows keeps the schema) and 8 (Delete drops the backing table).
 import { type Static, Type } from '@sinclair/typebox';
 import {
-  MAX_DATA_DEPTH,
+  DataSourceRecord,
+  FieldDeclaration,
   MAX_EXTERNAL_ID_LENGTH,
   MAX_ROW_TAGS,
+  RowData,
+  RowRecord,
+  RowsUpserted,
   SLUG_PATTERN,
 } from '../../domain/data/custom-data-sources.js';
-import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Deleted, ListOf, ListQuery, PathName } from '../../domain/shapes.js';
 import { defineOperation, withStatus } from '../registry.js';
 
 const TAG = 'Custom data sources';
@@ -18,48 +22,6 @@ const Slug = Type.String({
   description:
     'Lowercase letters, digits, `_` and `-`, starting with a letter or digit, at most 63 characters; ' +
     'unique in the workspace, and not in the form of a UUID.',
-});
-
-const FieldDeclaration = Type.Object(
-  {
-    name: Type.String({
-      pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$',
-      description: 'The key in row `data`: a letter or `_`, then letters, digits or `_`.',
-    }),
-    type: Type.Union(
-      [
-        Type.Literal('string'),
-        Type.Literal('number'),
-        Type.Literal('boolean'),
-        Type.Literal('date'),
-        Type.Literal('json'),
-      ],
-      { description: '`date` is an ISO 8601 date or date-time string; `json` is any value.' },
-    ),
-    required: Type.Optional(Type.Boolean({ description: 'Rows must carry a non-null value. Default false.' })),
-    description: Type.Optional(Type.String({ maxLength: 1000 })),
-  },
-  { additionalProperties: false },
-);
-
-const DataSource = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('custom_data_source'),
-    name: Type.String(),
-    slug: Type.String(),
-    fields: Type.Array(FieldDeclaration, { description: 'Declared fields row `data` is checked against.' }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'CustomDataSource' },
-);
-
-/** Any JSON object; checked for depth and declared fields by the domain. */
-const RowData = Type.Unsafe<Record<string, unknown>>({
-  type: 'object',
-  additionalProperties: true,
-  description: `Any JSON object (at most ${MAX_DATA_DEPTH} levels deep), checked against the source's declared fields.`,
 });
 
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
@@ -89,32 +51,6 @@ export const RowsBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Row = Type.Object(
-  {
-    id: Uuid,
-    external_id: Type.String(),
-    data: RowData,
-    tags: Type.Array(Type.String()),
-    searchable_text: Type.String(),
-    content: Type.String(),
-    updated_at: Timestamp,
-    score: Nullable(
-      Type.Number({ description: 'Full-text rank for `q` (higher is better); null when no query ranked the row.' }),
-    ),
-  },
-  { title: 'CustomDataSourceRow' },
-);
-
-export const RowsUpserted = Type.Object(
-  {
-    object: Type.Literal('rows_upserted'),
-    created_count: Type.Integer(),
-    updated_count: Type.Integer(),
-    data: Type.Array(Row, { description: 'The written rows, in request order.' }),
-  },
-  { title: 'RowsUpserted' },
-);
-
 const SourceParams = Type.Object({
   id_or_slug: PathName({ maxLength: 100, description: 'The source id (a UUID) or its slug.' }),
 });
@@ -142,7 +78,7 @@ export const customDataSourceOperations = [
       },
       { additionalProperties: false },
     ),
-    response: DataSource,
+    response: DataSourceRecord,
     status: 201,
     errors: ['missing_required_parameter', 'conflict'],
     handler: ({ tenantId, body, services }) => services.customDataSources.createSource(tenantId, body),
@@ -156,7 +92,7 @@ export const customDataSourceOperations = [
     summary: 'List custom data sources',
     description: 'Lists the custom data sources of the workspace, newest first, one page at a time.',
     query: ListQuery,
-    response: ListOf(DataSource),
+    response: ListOf(DataSourceRecord),
     handler: ({ tenantId, query, services }) => services.customDataSources.listSources(tenantId, query),
   }),
   defineOperation({
@@ -168,7 +104,7 @@ export const customDataSourceOperations = [
     summary: 'Get a custom data source',
     description: 'Returns one custom data source, by id or slug, with its declared fields.',
     params: SourceParams,
-    response: DataSource,
+    response: DataSourceRecord,
     handler: ({ tenantId, params, services }) => services.customDataSources.getSource(tenantId, params.id_or_slug),
   }),
   defineOperation({
@@ -201,7 +137,7 @@ export const customDataSourceOperations = [
       'Returns the row.',
     params: RowParams,
     body: Type.Object(RowFields, { additionalProperties: false }),
-    response: Row,
+    response: RowRecord,
     alsoStatus: [201],
     errors: ['missing_required_parameter'],
     idempotent: true,
@@ -255,7 +191,7 @@ export const customDataSourceOperations = [
       },
       { additionalProperties: false },
     ),
-    response: ListOf(Row),
+    response: ListOf(RowRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.customDataSources.listRows(tenantId, params.id_or_slug, query),
   }),
@@ -268,7 +204,7 @@ export const customDataSourceOperations = [
     summary: 'Get a row',
     description: 'Returns the row with this `external_id` (URL-encoded in the path); `score` is null.',
     params: RowParams,
-    response: Row,
+    response: RowRecord,
     handler: ({ tenantId, params, services }) =>
       services.customDataSources.getRow(tenantId, params.id_or_slug, params.external_id),
   }),

@@ -2,26 +2,13 @@
 // custom data source they feed (each tagged `smart-source:<id>`); purge every row they ingested
 // (spec rule 9).
 import { Type } from '@sinclair/typebox';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { RowsUpserted } from '../../domain/data/custom-data-sources.js';
+import { SmartSourceRecord } from '../../domain/data/smart-sources.js';
+import { Deleted, ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-import { RowsBody, RowsUpserted } from './custom-data-sources.js';
+import { RowsBody } from './custom-data-sources.js';
 
 const TAG = 'Smart sources';
-
-const SmartSource = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('smart_source'),
-    name: Type.String(),
-    data_source_id: Nullable(
-      Type.String({ format: 'uuid', description: 'The custom data source it writes into; null once deleted.' }),
-    ),
-    tag: Type.String({ description: 'The tag on every row it writes: `smart-source:<id>`.' }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'SmartSource' },
-);
 
 const Params = Type.Object({ smart_source_id: Uuid });
 
@@ -44,7 +31,7 @@ export const smartSourceOperations = [
       },
       { additionalProperties: false },
     ),
-    response: SmartSource,
+    response: SmartSourceRecord,
     status: 201,
     errors: ['missing_required_parameter', 'invalid_parameters'],
     handler: ({ tenantId, body, services }) => services.smartSources.createSmartSource(tenantId, body),
@@ -58,7 +45,7 @@ export const smartSourceOperations = [
     summary: 'List smart sources',
     description: 'Lists the smart sources of the workspace, newest first, one page at a time.',
     query: ListQuery,
-    response: ListOf(SmartSource),
+    response: ListOf(SmartSourceRecord),
     handler: ({ tenantId, query, services }) => services.smartSources.listSmartSources(tenantId, query),
   }),
   defineOperation({
@@ -70,7 +57,7 @@ export const smartSourceOperations = [
     summary: 'Get a smart source',
     description: 'Returns one smart source with the data source it writes into and the tag it puts on rows.',
     params: Params,
-    response: SmartSource,
+    response: SmartSourceRecord,
     handler: ({ tenantId, params, services }) => services.smartSources.getSmartSource(tenantId, params.smart_source_id),
   }),
   defineOperation({
