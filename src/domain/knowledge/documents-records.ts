@@ -1,35 +1,45 @@
-// The records of documents and their translations, as the API answers them, the rows they are
-// made from, and the bounds a document's text keeps within.
+// The records of documents and their translations, as the API answers them (the response schemas
+// and their types), the rows they are made from, and the bounds a document's text keeps within.
 import { createHash } from 'node:crypto';
+import { type Static, Type } from '@sinclair/typebox';
 import { iso } from '../../lib/time.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
-export interface DocumentRecord {
-  id: string;
-  object: 'document';
-  title: string;
-  content: string;
-  language: string;
-  source_id: string | null;
-  page_id: string | null;
-  url: string | null;
-  created_at: string;
-  updated_at: string;
-  /** With `q`: the document's rank (see knowledge-search.ts) and an excerpt around the match. */
-  rank?: number;
-  snippet?: string;
-}
+export const DocumentRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('document'),
+    title: Type.String(),
+    content: Type.String(),
+    language: Type.String(),
+    source_id: Nullable(Uuid),
+    page_id: Nullable(Type.String({ description: 'For a website page: its URL path.' })),
+    url: Nullable(Type.String({ description: 'For a website page: the URL it was read from.' })),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    // With `q`: the document's rank (see search.ts) and an excerpt around the match.
+    rank: Type.Optional(Type.Number({ description: 'With `q`: relevance in (0, 1), higher is better.' })),
+    snippet: Type.Optional(Type.String({ description: 'With `q`: an excerpt around the matched words.' })),
+  },
+  { title: 'Document' },
+);
+export type DocumentRecord = Static<typeof DocumentRecord>;
 
-export interface TranslationRecord {
-  id: string;
-  object: 'translation';
-  document_id: string;
-  language: string;
-  title: string;
-  content: string;
-  related_questions: string;
-  created_at: string;
-  updated_at: string;
-}
+export const TranslationRecord = Type.Object(
+  {
+    id: Uuid,
+    language: Type.String(),
+    title: Type.String(),
+    content: Type.String(),
+    object: Type.Literal('translation'),
+    related_questions: Type.String(),
+    document_id: Uuid,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Translation' },
+);
+export type TranslationRecord = Static<typeof TranslationRecord>;
 
 export interface DocumentInput {
   title: string;

@@ -15,7 +15,18 @@ import { addTranslation, listTranslations } from './documents-translations.js';
 import type { PassagesWritten } from './embeddings/index.js';
 import type { SearchRunner } from './text-search.js';
 
-export * from './documents-records.js';
+export {
+  type BulkDeleteInput,
+  type DocumentInput,
+  DocumentRecord,
+  INDEXED_CONTENT_LENGTH,
+  MAX_CONTENT_LENGTH,
+  MAX_PAGE_ID_LENGTH,
+  type PageInput,
+  type PageSyncResult,
+  type TranslationInput,
+  TranslationRecord,
+} from './documents-records.js';
 
 export function createDocumentService({
   db,

@@ -1,34 +1,52 @@
-// The records of knowledge sources, as the API answers them, and the rows they are made from.
+// The records of knowledge sources, as the API answers them (the response schemas and their
+// types), and the rows they are made from.
+import { type Static, Type } from '@sinclair/typebox';
 import { iso } from '../../lib/time.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
 export const SOURCE_TYPES = ['website', 'manual'] as const;
-export type SourceType = (typeof SOURCE_TYPES)[number];
+export const SourceType = Type.Union([Type.Literal('website'), Type.Literal('manual')], {
+  description: '`website`: crawled from `domain`. `manual`: holds documents created through the API.',
+});
+export type SourceType = Static<typeof SourceType>;
+
 export const SYNC_STATUSES = ['never_synced', 'pending', 'syncing', 'synced', 'failed'] as const;
-export type SyncStatus = (typeof SYNC_STATUSES)[number];
+export const SyncStatus = Type.Union(
+  SYNC_STATUSES.map((s) => Type.Literal(s)),
+  { description: '`never_synced` → `pending` (queued) → `syncing` → `synced` or `failed`.' },
+);
+export type SyncStatus = Static<typeof SyncStatus>;
 
-export interface SourceRecord {
-  id: string;
-  object: 'source';
-  name: string;
-  source_type: SourceType;
-  /** Your own identifier for the source (spec field `source_id`); `id` is ours. */
-  source_id: string | null;
-  domain: string | null;
-  additional_info: Record<string, unknown>;
-  sync_status: SyncStatus;
-  sync_error: string | null;
-  auto_sync_enabled: boolean;
-  last_synced_at: string | null;
-  document_count: number;
-  created_at: string;
-  updated_at: string;
-}
+export const SourceRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('source'),
+    name: Type.String(),
+    source_type: SourceType,
+    source_id: Nullable(Type.String({ description: 'Your own identifier for the source; `id` is ours.' })),
+    domain: Nullable(Type.String({ description: 'The site a website source crawls.' })),
+    additional_info: Type.Record(Type.String(), Type.Unknown()),
+    sync_status: SyncStatus,
+    sync_error: Nullable(Type.String({ description: 'Why the last sync failed; null otherwise.' })),
+    auto_sync_enabled: Type.Boolean(),
+    last_synced_at: Nullable(Timestamp),
+    document_count: Type.Integer(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Source' },
+);
+export type SourceRecord = Static<typeof SourceRecord>;
 
-export interface SyncAcknowledgement {
-  object: 'sync';
-  status: SyncStatus;
-  source_id: string;
-}
+export const SyncAcknowledgement = Type.Object(
+  {
+    object: Type.Literal('sync'),
+    status: SyncStatus,
+    source_id: Uuid,
+  },
+  { title: 'SyncAcknowledgement' },
+);
+export type SyncAcknowledgement = Static<typeof SyncAcknowledgement>;
 
 export interface CreateSourceInput {
   name: string;

@@ -23,7 +23,16 @@ import {
   type SourceServiceDeps,
 } from './sources-sync.js';
 
-export * from './sources-records.js';
+export {
+  type CreateSourceInput,
+  SOURCE_TYPES,
+  SourceRecord,
+  SourceType,
+  SYNC_STATUSES,
+  SyncAcknowledgement,
+  SyncStatus,
+  type UpdateSourceInput,
+} from './sources-records.js';
 export { SOURCE_SYNC_JOB, type SourceServiceDeps } from './sources-sync.js';
 
 /** How often a started queue looks for auto-sync sources that are due. */

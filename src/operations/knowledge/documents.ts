@@ -1,8 +1,13 @@
 // Documents (scope `knowledge`): create, list (`q` ranks by full-text search), get, delete, bulk
 // delete (spec: product updates), and translations (spec: Add Translation; one per language).
 import { Type } from '@sinclair/typebox';
-import { MAX_CONTENT_LENGTH, MAX_PAGE_ID_LENGTH } from '../../domain/knowledge/documents.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import {
+  DocumentRecord,
+  MAX_CONTENT_LENGTH,
+  MAX_PAGE_ID_LENGTH,
+  TranslationRecord,
+} from '../../domain/knowledge/documents.js';
+import { Deleted, ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
 
 const Language = Type.String({
@@ -11,39 +16,6 @@ const Language = Type.String({
   pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$',
   description: 'A language tag (`en`, `fr`, `pt-BR`); stored lower-case.',
 });
-
-const Document = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('document'),
-    title: Type.String(),
-    content: Type.String(),
-    language: Type.String(),
-    source_id: Nullable(Uuid),
-    page_id: Nullable(Type.String({ description: 'For a website page: its URL path.' })),
-    url: Nullable(Type.String({ description: 'For a website page: the URL it was read from.' })),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    rank: Type.Optional(Type.Number({ description: 'With `q`: relevance in (0, 1), higher is better.' })),
-    snippet: Type.Optional(Type.String({ description: 'With `q`: an excerpt around the matched words.' })),
-  },
-  { title: 'Document' },
-);
-
-const Translation = Type.Object(
-  {
-    id: Uuid,
-    language: Type.String(),
-    title: Type.String(),
-    content: Type.String(),
-    object: Type.Literal('translation'),
-    related_questions: Type.String(),
-    document_id: Uuid,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Translation' },
-);
 
 const BulkDeleteResult = Type.Object(
   { object: Type.Literal('bulk_delete'), deleted_count: Type.Integer() },
@@ -77,7 +49,7 @@ export const documentOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Document,
+    response: DocumentRecord,
     status: 201,
     errors: ['missing_required_parameter', 'invalid_parameters', 'conflict'],
     handler: ({ tenantId, body, services }) => services.documents.create(tenantId, body),
@@ -101,7 +73,7 @@ export const documentOperations = [
       },
       { additionalProperties: false },
     ),
-    response: ListOf(Document),
+    response: ListOf(DocumentRecord),
     handler: ({ tenantId, query, services }) => services.documents.list(tenantId, query),
   }),
   defineOperation({
@@ -113,7 +85,7 @@ export const documentOperations = [
     summary: 'Get a document',
     description: 'Returns one document with its content.',
     params: DocumentParams,
-    response: Document,
+    response: DocumentRecord,
     handler: ({ tenantId, params, services }) => services.documents.get(tenantId, params.document_id),
   }),
   defineOperation({
@@ -185,7 +157,7 @@ export const documentOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Translation,
+    response: TranslationRecord,
     status: 201,
     errors: ['missing_required_parameter', 'conflict'],
     handler: ({ tenantId, params, body, services }) =>
@@ -201,7 +173,7 @@ export const documentOperations = [
     description: 'Lists the translations of a document, newest first.',
     params: DocumentParams,
     query: ListQuery,
-    response: ListOf(Translation),
+    response: ListOf(TranslationRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.documents.listTranslations(tenantId, params.document_id, query),
   }),

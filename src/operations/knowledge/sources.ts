@@ -1,46 +1,9 @@
-// Sources (scope `knowledge`): create, list, get, update (spec: Update Source), delete, and sync
+// Sources (scope `knowledge`): create, list, get, update (spec: Update SourceRecord), delete, and sync
 // (spec: Sync Source → 202 with the `sync` acknowledgement; the sync runs on the job queue).
 import { Type } from '@sinclair/typebox';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { SourceRecord, SourceType, SyncAcknowledgement } from '../../domain/knowledge/sources.js';
+import { Deleted, ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-
-const SourceType = Type.Union([Type.Literal('website'), Type.Literal('manual')], {
-  description: '`website`: crawled from `domain`. `manual`: holds documents created through the API.',
-});
-
-const SyncStatus = Type.Union(
-  ['never_synced', 'pending', 'syncing', 'synced', 'failed'].map((s) => Type.Literal(s)),
-  { description: '`never_synced` → `pending` (queued) → `syncing` → `synced` or `failed`.' },
-);
-
-const Source = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('source'),
-    name: Type.String(),
-    source_type: SourceType,
-    source_id: Nullable(Type.String({ description: 'Your own identifier for the source; `id` is ours.' })),
-    domain: Nullable(Type.String({ description: 'The site a website source crawls.' })),
-    additional_info: Type.Record(Type.String(), Type.Unknown()),
-    sync_status: SyncStatus,
-    sync_error: Nullable(Type.String({ description: 'Why the last sync failed; null otherwise.' })),
-    auto_sync_enabled: Type.Boolean(),
-    last_synced_at: Nullable(Timestamp),
-    document_count: Type.Integer(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Source' },
-);
-
-const SyncAcknowledgement = Type.Object(
-  {
-    object: Type.Literal('sync'),
-    status: SyncStatus,
-    source_id: Uuid,
-  },
-  { title: 'SyncAcknowledgement' },
-);
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Domain = Type.String({
@@ -78,7 +41,7 @@ export const sourceOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Source,
+    response: SourceRecord,
     status: 201,
     errors: ['missing_required_parameter'],
     handler: ({ tenantId, body, services }) => services.sources.create(tenantId, body),
@@ -92,7 +55,7 @@ export const sourceOperations = [
     summary: 'List sources',
     description: 'Lists the knowledge sources, newest first, with their sync status and document count.',
     query: ListQuery,
-    response: ListOf(Source),
+    response: ListOf(SourceRecord),
     handler: ({ tenantId, query, services }) => services.sources.list(tenantId, query),
   }),
   defineOperation({
@@ -104,7 +67,7 @@ export const sourceOperations = [
     summary: 'Get a source',
     description: 'Returns one source; poll it to follow a sync (`sync_status`, `sync_error`, `last_synced_at`).',
     params: SourceParams,
-    response: Source,
+    response: SourceRecord,
     handler: ({ tenantId, params, services }) => services.sources.get(tenantId, params.source_id),
   }),
   defineOperation({
@@ -129,7 +92,7 @@ export const sourceOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Source,
+    response: SourceRecord,
     idempotent: true,
     handler: ({ tenantId, params, body, services }) => services.sources.update(tenantId, params.source_id, body ?? {}),
   }),
