@@ -15,19 +15,23 @@ import type {
 } from '@opentelemetry/api';
 import { SpanStatusCode, TraceFlags } from '@opentelemetry/api';
 
-/** Random bytes drawn 4 KiB at a time, for ids (16 bytes a trace, 8 a span). */
-const pool = Buffer.allocUnsafe(4096);
+/** Random words drawn 4 KiB at a time, for ids (four a trace, two a span), kept as numbers until a string is asked for. */
+const pool = new Uint32Array(1024);
 let used = pool.length;
 
-function randomHex(bytes: number): string {
-  if (used + bytes > pool.length) {
+function randomWord(): number {
+  if (used === pool.length) {
     randomFillSync(pool);
     used = 0;
   }
-  const hex = pool.toString('hex', used, used + bytes);
-  used += bytes;
-  return hex;
+  return pool[used++] as number;
 }
+
+const BYTES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const hexWord = (w: number) => `${BYTES[w >>> 24]}${BYTES[(w >>> 16) & 255]}${BYTES[(w >>> 8) & 255]}${BYTES[w & 255]}`;
+/** Four (trace) or two (span) words of a hex id. */
+const wordsOf = (id: string) =>
+  Array.from({ length: id.length / 8 }, (_, i) => Number.parseInt(id.slice(i * 8, i * 8 + 8), 16));
 
 export interface SpanEvent {
   name: string;
@@ -40,8 +44,8 @@ export interface SpanEvent {
 export type SpanSink = (span: RecordedSpan) => void;
 
 export class RecordedSpan implements Span {
-  readonly context: SpanContext;
-  readonly parentSpanId: string | undefined;
+  /** The trace id's words, then the span id's, then the parent's (0, 0: none). */
+  readonly ids: number[];
   /** The parent came from another process (a caller's `traceparent`). */
   readonly parentIsRemote: boolean;
   /** performance.now() milliseconds; `endedAt` is NaN until the span ends. */
@@ -49,25 +53,37 @@ export class RecordedSpan implements Span {
   endedAt = Number.NaN;
   status: SpanStatus = { code: SpanStatusCode.UNSET };
   events: SpanEvent[] | undefined;
+  #context: SpanContext | undefined;
 
   constructor(
     private readonly sink: SpanSink,
     public name: string,
     readonly kind: SpanKind,
     readonly attributes: Attributes,
-    parent: SpanContext | undefined,
+    parent: RecordedSpan | SpanContext | undefined,
   ) {
-    this.parentSpanId = parent?.spanId;
-    this.parentIsRemote = parent?.isRemote === true;
-    this.context = {
-      traceId: parent?.traceId ?? randomHex(16),
-      spanId: randomHex(8),
-      traceFlags: TraceFlags.SAMPLED,
-    };
+    const span = [randomWord(), randomWord()];
+    if (parent instanceof RecordedSpan) {
+      const [t0, t1, t2, t3, s0, s1] = parent.ids as [number, number, number, number, number, number];
+      this.ids = [t0, t1, t2, t3, ...span, s0, s1];
+    } else if (parent !== undefined) {
+      this.ids = [...wordsOf(parent.traceId), ...span, ...wordsOf(parent.spanId)];
+    } else {
+      this.ids = [randomWord(), randomWord(), randomWord(), randomWord(), ...span, 0, 0];
+    }
+    this.parentIsRemote = parent !== undefined && !(parent instanceof RecordedSpan) && parent.isRemote === true;
   }
 
   spanContext(): SpanContext {
-    return this.context;
+    if (this.#context === undefined) {
+      const [t0, t1, t2, t3, s0, s1] = this.ids as [number, number, number, number, number, number];
+      this.#context = {
+        traceId: hexWord(t0) + hexWord(t1) + hexWord(t2) + hexWord(t3),
+        spanId: hexWord(s0) + hexWord(s1),
+        traceFlags: TraceFlags.SAMPLED,
+      };
+    }
+    return this.#context;
   }
   setAttribute(key: string, value: AttributeValue): this {
     if (this.isRecording()) this.attributes[key] = value;

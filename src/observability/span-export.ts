@@ -1,17 +1,21 @@
 // Ended spans leave the process from a thread of their own: the request's thread only queues
-// them and hands a batch over now and then; turning them into OTLP JSON and sending them (the
-// SDK's exporter, which reads the OTEL_EXPORTER_OTLP_* variables itself) happens in the worker.
-// Batches as the SDK's batch processor: OTEL_BSP_SCHEDULE_DELAY (5 000 ms),
-// OTEL_BSP_MAX_QUEUE_SIZE (2 048; more are dropped), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
+// them and hands them over in small batches, soon enough that they die young (a span kept across
+// garbage collections is copied, then promoted: that, not the span, would cost the most). The
+// thread turns them into OTLP JSON and sends them (the SDK's exporter, which reads the
+// OTEL_EXPORTER_OTLP_* variables itself), batched as the SDK's batch processor:
+// OTEL_BSP_SCHEDULE_DELAY (5 000 ms), OTEL_BSP_MAX_QUEUE_SIZE (2 048; more are dropped),
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { RecordedSpan, SpanSink } from './recorded-span.js';
+import type { SpanSink } from './recorded-span.js';
+import { DECODE_SOURCE, SpanBatch } from './span-batch.js';
 
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
-// string runs the same under both). Spans arrive as arrays (see `compact`).
+// string runs the same under both). Spans arrive as SpanBatch data (span-batch.ts).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+${DECODE_SOURCE}
 Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([{ OTLPTraceExporter }, resources]) => {
   const exporter = new OTLPTraceExporter();
   const resource = resources
@@ -20,10 +24,12 @@ Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([
     .merge(resources.resourceFromAttributes({ 'service.name': workerData.serviceName }));
   const scope = { name: 'workspace-api' };
   const hrTime = (ms) => {
-    const nanos = Math.round((workerData.timeOrigin + ms) * 1e6);
-    return [Math.floor(nanos / 1e9), nanos % 1e9];
+    const at = workerData.timeOrigin + ms;
+    const seconds = Math.floor(at / 1000);
+    const nanos = Math.min(Math.round((at - seconds * 1000) * 1e6), 999999999);
+    return [seconds, nanos];
   };
-  const toSpan = ([traceId, spanId, parentSpanId, name, kind, start, end, attributes, code, message, events, remote]) => ({
+  const toSpan = ({ traceId, spanId, parentSpanId, remote, name, kind, start, end, attributes, code, message, events }) => ({
     name,
     kind,
     spanContext: () => ({ traceId, spanId, traceFlags: 1 }),
@@ -32,7 +38,7 @@ Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([
     endTime: hrTime(end),
     attributes,
     droppedAttributesCount: 0,
-    events: (events || []).map((e) => ({ name: e.name, attributes: e.attributes, time: hrTime(e.time) })),
+    events: events.map((e) => ({ name: e.name, attributes: e.attributes, time: hrTime(e.time) })),
     droppedEventsCount: 0,
     status: message ? { code, message } : { code },
     links: [],
@@ -40,20 +46,31 @@ Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([
     resource,
     instrumentationScope: scope,
   });
+  const { maxQueue, batchSize, delay } = workerData;
+  const queue = [];
+  const table = [];
   let sending = 0;
   const waiting = [];
   const settled = () => {
-    if (sending === 0) for (const answer of waiting.splice(0)) answer();
+    if (sending === 0 && queue.length === 0) for (const answer of waiting.splice(0)) answer();
   };
-  parentPort.on('message', (message) => {
-    if (message.spans) {
+  const send = () => {
+    while (queue.length > 0) {
       sending++;
-      exporter.export(message.spans.map(toSpan), () => {
+      exporter.export(queue.splice(0, batchSize).map(toSpan), () => {
         sending--;
         settled();
       });
     }
+  };
+  setInterval(send, delay).unref();
+  parentPort.on('message', (message) => {
+    if (message.spans) {
+      for (const span of decode(message.spans, table)) if (queue.length < maxQueue) queue.push(span);
+      if (queue.length >= batchSize) send();
+    }
     if (message.flush !== undefined) {
+      send();
       waiting.push(() => parentPort.postMessage({ flushed: message.flush }));
       settled();
     }
@@ -64,24 +81,6 @@ Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([
 }, (error) => parentPort.postMessage({ ready: false, error: String((error && error.stack) || error) }));
 `;
 
-/** A span as the worker takes it: an array, cheaper to copy across threads than an object. */
-function compact(span: RecordedSpan): unknown[] {
-  return [
-    span.context.traceId,
-    span.context.spanId,
-    span.parentSpanId,
-    span.name,
-    span.kind,
-    span.start,
-    span.endedAt,
-    span.attributes,
-    span.status.code,
-    span.status.message,
-    span.events,
-    span.parentIsRemote,
-  ];
-}
-
 export interface SpanExport {
   /** Queues an ended span. */
   sink: SpanSink;
@@ -90,6 +89,10 @@ export interface SpanExport {
   /** Sends what is queued, then stops the thread. */
   stop(): Promise<void>;
 }
+
+/** Spans handed to the thread at a time, and the longest a span waits to be. */
+const HAND_OVER = 64;
+const HAND_OVER_MS = 50;
 
 const setting = (value: string | undefined, fallback: number) => {
   const n = Number(value);
@@ -104,6 +107,9 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
     eval: true,
     env: { ...env },
     workerData: {
+      maxQueue: setting(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
+      batchSize: setting(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
+      delay: setting(env.OTEL_BSP_SCHEDULE_DELAY, 5000),
       exporter: moduleUrl('@opentelemetry/exporter-trace-otlp-http'),
       resources: moduleUrl('@opentelemetry/resources'),
       serviceName,
@@ -118,18 +124,15 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
   });
   // Not a reason to stay up: a process that ends without `stop` loses the spans still queued.
   worker.unref();
-  const maxQueue = setting(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048);
-  const batchSize = setting(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512);
-  const queue: RecordedSpan[] = [];
+  const batch = new SpanBatch();
   let handing = false;
   const hand = () => {
     handing = false;
-    for (let at = 0; at < queue.length; at += batchSize) {
-      worker.postMessage({ spans: queue.slice(at, at + batchSize).map(compact) });
-    }
-    queue.length = 0;
+    if (batch.size === 0) return;
+    const spans = batch.take();
+    worker.postMessage({ spans }, [spans.numbers.buffer as ArrayBuffer]);
   };
-  const timer = setInterval(hand, setting(env.OTEL_BSP_SCHEDULE_DELAY, 5000));
+  const timer = setInterval(hand, HAND_OVER_MS);
   timer.unref();
   const flushes = new Map<number, () => void>();
   let nextFlush = 0;
@@ -149,9 +152,8 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
   };
   return {
     sink(span) {
-      if (queue.length >= maxQueue) return;
-      queue.push(span);
-      if (queue.length >= batchSize && !handing) {
+      batch.add(span);
+      if (batch.size >= HAND_OVER && !handing) {
         handing = true;
         setImmediate(hand);
       }

@@ -28,7 +28,7 @@ export type SpanAttributes = Attributes;
 
 /** Makes spans: undefined when the trace is left out (sampled out, or its parent was). */
 interface SpanSource {
-  start(name: string, attributes: Attributes, kind: SpanKind, parent: SpanContext | undefined): Span | undefined;
+  start(name: string, attributes: Attributes, kind: SpanKind, parent: Span | SpanContext | undefined): Span | undefined;
   /** A span with no known parent is left out (it could not nest), rather than made a trace of its own. */
   needsParent: boolean;
 }
@@ -59,7 +59,8 @@ export function setTracer(next: Tracer | undefined): void {
       : {
           needsParent: false,
           start(name, attributes, kind, parent) {
-            const from = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : context.active();
+            const parentContext = parent && 'spanContext' in parent ? parent.spanContext() : parent;
+            const from = parentContext ? trace.setSpanContext(ROOT_CONTEXT, parentContext) : context.active();
             const span = next.startSpan(name, { attributes, kind }, from);
             return span.isRecording() ? span : undefined;
           },
@@ -176,7 +177,7 @@ export function withSpan<T>(
     parent = ambient.getStore();
     if (parent === undefined && source.needsParent) return fn();
   }
-  const span = source.start(name, attributes, kind, parent?.spanContext());
+  const span = source.start(name, attributes, kind, parent);
   if (span === undefined) return fn();
   if (root) return runJob(span, () => settle(span, fn));
   if (statements || (inherited && parent !== undefined)) return ambient.run(span, () => settle(span, fn));
@@ -208,8 +209,12 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   statements = TRUE.has(env.TRACE_DATABASE_STATEMENTS?.trim().toLowerCase() ?? '');
   source = {
     needsParent: true,
-    start: (name, attributes, kind, parent) =>
-      sampled(parent) ? new RecordedSpan(sink, name, kind, attributes, parent) : undefined,
+    start(name, attributes, kind, parent) {
+      // A child of this process's span is recorded (its parent was); otherwise the sampler decides.
+      if (parent instanceof RecordedSpan) return new RecordedSpan(sink, name, kind, attributes, parent);
+      const remote = parent && 'spanContext' in parent ? parent.spanContext() : parent;
+      return sampled(remote) ? new RecordedSpan(sink, name, kind, attributes, remote) : undefined;
+    },
   };
   return true;
 }
