@@ -1,53 +1,79 @@
 // The records of coverage evaluations: a run (its status, progress and per-domain results), one
-// judged question, and the latest coverage of a workspace; and the run's row as it is read.
+// judged question, and the latest coverage of a workspace, as their response schemas with the
+// types derived from them; and the run's row as it is read.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import type { CoverageDomainResult, CoverageRunStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
+import { StringEnum } from './shapes.js';
 
-export interface Percentages {
-  covered: number;
-  total: number;
-  /** covered / total × 100, one decimal; null when there is no question. */
-  percentage: number | null;
-}
+const DomainResult = Type.Object({
+  domain: Type.String(),
+  covered: Type.Integer(),
+  total: Type.Integer(),
+  percentage: Nullable(Type.Number({ description: 'covered / total × 100, one decimal.' })),
+});
 
-export interface EvaluationRecord extends Percentages {
-  id: string;
-  object: 'coverage_evaluation';
-  referential_id: string;
-  status: CoverageRunStatus;
-  method: 'rank_threshold' | 'llm_judge';
-  threshold: number;
-  processed: number;
-  domains: CoverageDomainResult[];
-  error: string | null;
-  created_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-}
+const Method = StringEnum(
+  ['rank_threshold', 'llm_judge'],
+  'rank_threshold: covered when retrieval finds a passage at or above the threshold. llm_judge: the configured model also confirms the passages answer it.',
+);
 
-export interface CoverageRecord {
-  object: 'coverage';
-  /** False until a run of the tenant (or of the asked referential) has completed. */
-  has_evaluation: boolean;
-  evaluation_id: string | null;
-  referential_id: string | null;
-  completed_at: string | null;
-  method: 'rank_threshold' | 'llm_judge' | null;
-  domains: CoverageDomainResult[];
-  overall: Percentages | null;
-}
+export const EvaluationRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('coverage_evaluation'),
+    referential_id: Uuid,
+    status: StringEnum(['queued', 'running', 'completed', 'failed']),
+    method: Method,
+    threshold: Type.Number({ description: 'The rank threshold of the agent retrieval used.' }),
+    processed: Type.Integer({ description: 'Questions judged so far.' }),
+    covered: Type.Integer(),
+    total: Type.Integer(),
+    percentage: Nullable(Type.Number({ description: 'Once completed: covered / total × 100, one decimal.' })),
+    domains: Type.Array(DomainResult, { description: 'Once completed: results per domain, by name.' }),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+  },
+  { title: 'CoverageEvaluation' },
+);
+export type EvaluationRecord = Static<typeof EvaluationRecord>;
 
-export interface ResultRecord {
-  object: 'coverage_result';
-  question_id: string;
-  question: string;
-  domain: string;
-  covered: boolean;
-  best_rank: number | null;
-  document_id: string | null;
-}
+export const ResultRecord = Type.Object(
+  {
+    object: Type.Literal('coverage_result'),
+    question_id: Uuid,
+    question: Type.String(),
+    domain: Type.String(),
+    covered: Type.Boolean(),
+    best_rank: Nullable(Type.Number({ description: 'Rank of the best passage retrieval found, if any.' })),
+    document_id: Nullable(Uuid),
+  },
+  { title: 'CoverageResult' },
+);
+export type ResultRecord = Static<typeof ResultRecord>;
 
+export const CoverageRecord = Type.Object(
+  {
+    object: Type.Literal('coverage'),
+    has_evaluation: Type.Boolean({ description: 'False until an evaluation has completed; the lists are then empty.' }),
+    evaluation_id: Nullable(Uuid),
+    referential_id: Nullable(Uuid),
+    completed_at: Nullable(Timestamp),
+    method: Nullable(Method),
+    domains: Type.Array(DomainResult),
+    overall: Nullable(
+      Type.Object({ covered: Type.Integer(), total: Type.Integer(), percentage: Nullable(Type.Number()) }),
+    ),
+  },
+  { title: 'Coverage' },
+);
+export type CoverageRecord = Static<typeof CoverageRecord>;
+
+/** covered / total × 100, one decimal; null when there is no question. */
 export const percentage = (covered: number, total: number): number | null =>
   total === 0 ? null : Math.round((covered / total) * 1000) / 10;
 

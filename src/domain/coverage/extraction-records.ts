@@ -1,26 +1,33 @@
-// The record of a question-extraction run: its status and live progress, as read from its row.
+// The record of a question-extraction run: its status and live progress, as its response schema
+// with the type derived from it, and as read from its row.
+import { type Static, Type } from '@sinclair/typebox';
 import type { CoverageRunStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
+import { StringEnum } from './shapes.js';
 
-export interface ExtractionRecord {
-  object: 'question_extraction';
-  /** Null when the workspace never ran an extraction (status `never_run`). */
-  id: string | null;
-  referential_id: string | null;
-  status: CoverageRunStatus | 'never_run';
-  total_conversations: number;
-  processed_conversations: number;
-  /** Customer questions read in the processed conversations, before near-duplicates are dropped. */
-  questions_found: number;
-  /** Questions added to the referential. */
-  questions_added: number;
-  /** processed / total × 100, one decimal (100 once completed). */
-  percent: number;
-  error: string | null;
-  created_at: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export const ExtractionRecord = Type.Object(
+  {
+    object: Type.Literal('question_extraction'),
+    id: Nullable(Uuid),
+    referential_id: Nullable(Uuid),
+    status: StringEnum(
+      ['never_run', 'queued', 'running', 'completed', 'failed'],
+      'never_run: the workspace has no extraction yet.',
+    ),
+    total_conversations: Type.Integer({ description: 'Conversations started before the run was requested.' }),
+    processed_conversations: Type.Integer(),
+    questions_found: Type.Integer({ description: 'Customer questions read, before near-duplicates are dropped.' }),
+    questions_added: Type.Integer({ description: 'Questions added to the referential.' }),
+    percent: Type.Number({ description: 'processed / total × 100, one decimal; 100 once completed.' }),
+    error: Nullable(Type.String()),
+    created_at: Nullable(Timestamp),
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+  },
+  { title: 'QuestionExtraction' },
+);
+export type ExtractionRecord = Static<typeof ExtractionRecord>;
 
 export type ExtractionRow = {
   id: string;

@@ -1,45 +1,60 @@
 // The reference questions of a referential, each filed under a domain: added in batches of at
 // most 100, listed with every domain's question count, and a domain renamed across every question
 // of its referential in one transaction (spec, behaviour rule 6); renaming onto a domain that
-// already exists merges the two.
+// already exists merges the two. The records are their response schemas, the types derived from them.
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { checkBulkItems, InvalidParametersError, ValidationError } from '../errors.js';
-import { type List, newestFirst, type Page, toList } from '../pagination.js';
+import { newestFirst, type Page, toList } from '../pagination.js';
+import { ListOf, Nullable, Timestamp, Uuid } from '../shapes.js';
 import { cleanDomain, cleanText, requireReferential } from './referential-checks.js';
+import { StringEnum } from './shapes.js';
 
-export interface QuestionRecord {
-  id: string;
-  object: 'coverage_question';
-  referential_id: string;
-  question: string;
-  domain: string;
-  origin: 'manual' | 'extracted';
-  conversation_id: string | null;
-  created_at: string;
-}
+export const QuestionRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('coverage_question'),
+    referential_id: Uuid,
+    question: Type.String(),
+    domain: Type.String(),
+    origin: StringEnum(['manual', 'extracted'], 'manual: added through the API; extracted: found in a conversation.'),
+    conversation_id: Nullable(Uuid),
+    created_at: Timestamp,
+  },
+  { title: 'CoverageQuestion' },
+);
+export type QuestionRecord = Static<typeof QuestionRecord>;
 
-export interface DomainCount {
-  domain: string;
-  question_count: number;
-}
+export const DomainCount = Type.Object({ domain: Type.String(), question_count: Type.Integer() });
+export type DomainCount = Static<typeof DomainCount>;
 
-export interface QuestionList extends List<QuestionRecord> {
-  referential_id: string;
-  domains: DomainCount[];
-}
+export const QuestionList = Type.Composite(
+  [
+    ListOf(QuestionRecord),
+    Type.Object({
+      referential_id: Uuid,
+      domains: Type.Array(DomainCount, { description: 'Every domain of the referential, by name.' }),
+    }),
+  ],
+  { title: 'CoverageQuestionList' },
+);
+export type QuestionList = Static<typeof QuestionList>;
 
-export interface DomainRename {
-  object: 'domain_rename';
-  referential_id: string;
-  old_domain: string;
-  new_domain: string;
-  renamed_count: number;
-  /** True when `new_domain` already had questions: the two domains are now one. */
-  merged: boolean;
-}
+export const DomainRename = Type.Object(
+  {
+    object: Type.Literal('domain_rename'),
+    referential_id: Uuid,
+    old_domain: Type.String(),
+    new_domain: Type.String(),
+    renamed_count: Type.Integer({ description: 'Questions moved from old_domain to new_domain.' }),
+    merged: Type.Boolean({ description: 'True when new_domain already existed: the two domains are now one.' }),
+  },
+  { title: 'DomainRename' },
+);
+export type DomainRename = Static<typeof DomainRename>;
 
 type QuestionRow = {
   id: string;

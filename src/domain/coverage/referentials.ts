@@ -1,5 +1,7 @@
 // Coverage referentials (DESIGN.md §7): named sets of reference questions, each filed under a
-// domain. The referentials themselves are here; their questions and domains are in questions.ts.
+// domain. The referentials themselves are here (the record is its response schema, the type
+// derived from it); their questions and domains are in questions.ts.
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -7,6 +9,7 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { decodeIdCursor, type List, type Page, toList } from '../pagination.js';
+import { Timestamp, Uuid } from '../shapes.js';
 import { addQuestions, domainCounts, listQuestions, renameDomain } from './questions.js';
 import { cleanText, requireReferential } from './referential-checks.js';
 
@@ -16,15 +19,19 @@ export { cleanDomain, requireReferential } from './referential-checks.js';
 
 export const MAX_DOMAIN_LENGTH = 100;
 
-export interface ReferentialRecord {
-  id: string;
-  object: 'coverage_referential';
-  name: string;
-  question_count: number;
-  domain_count: number;
-  created_at: string;
-  updated_at: string;
-}
+export const ReferentialRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('coverage_referential'),
+    name: Type.String(),
+    question_count: Type.Integer(),
+    domain_count: Type.Integer(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'CoverageReferential' },
+);
+export type ReferentialRecord = Static<typeof ReferentialRecord>;
 
 type ReferentialRow = {
   id: string;

@@ -3,155 +3,18 @@
 // question extraction from conversations and its live progress.
 
 import { Type } from '@sinclair/typebox';
-import { MAX_DOMAIN_LENGTH } from '../../domain/coverage/referentials.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { CoverageRecord, EvaluationRecord, ResultRecord } from '../../domain/coverage/evaluation-records.js';
+import { ExtractionRecord } from '../../domain/coverage/extraction-records.js';
+import { DomainRename, QuestionList, QuestionRecord } from '../../domain/coverage/questions.js';
+import { MAX_DOMAIN_LENGTH, ReferentialRecord } from '../../domain/coverage/referentials.js';
+import { Deleted, ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
 
-const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
-
-const RunStatus = StringEnum(['queued', 'running', 'completed', 'failed']);
 const Domain = Type.String({
   minLength: 1,
   maxLength: MAX_DOMAIN_LENGTH,
   description: 'A domain name, compared exactly.',
 });
-
-const Referential = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('coverage_referential'),
-    name: Type.String(),
-    question_count: Type.Integer(),
-    domain_count: Type.Integer(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'CoverageReferential' },
-);
-
-const Question = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('coverage_question'),
-    referential_id: Uuid,
-    question: Type.String(),
-    domain: Type.String(),
-    origin: StringEnum(['manual', 'extracted'], 'manual: added through the API; extracted: found in a conversation.'),
-    conversation_id: Nullable(Uuid),
-    created_at: Timestamp,
-  },
-  { title: 'CoverageQuestion' },
-);
-
-const DomainCount = Type.Object({ domain: Type.String(), question_count: Type.Integer() });
-
-const QuestionList = Type.Composite(
-  [
-    ListOf(Question),
-    Type.Object({
-      referential_id: Uuid,
-      domains: Type.Array(DomainCount, { description: 'Every domain of the referential, by name.' }),
-    }),
-  ],
-  { title: 'CoverageQuestionList' },
-);
-
-const DomainRename = Type.Object(
-  {
-    object: Type.Literal('domain_rename'),
-    referential_id: Uuid,
-    old_domain: Type.String(),
-    new_domain: Type.String(),
-    renamed_count: Type.Integer({ description: 'Questions moved from old_domain to new_domain.' }),
-    merged: Type.Boolean({ description: 'True when new_domain already existed: the two domains are now one.' }),
-  },
-  { title: 'DomainRename' },
-);
-
-const DomainResult = Type.Object({
-  domain: Type.String(),
-  covered: Type.Integer(),
-  total: Type.Integer(),
-  percentage: Nullable(Type.Number({ description: 'covered / total × 100, one decimal.' })),
-});
-
-const Method = StringEnum(
-  ['rank_threshold', 'llm_judge'],
-  'rank_threshold: covered when retrieval finds a passage at or above the threshold. llm_judge: the configured model also confirms the passages answer it.',
-);
-
-const Evaluation = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('coverage_evaluation'),
-    referential_id: Uuid,
-    status: RunStatus,
-    method: Method,
-    threshold: Type.Number({ description: 'The rank threshold of the agent retrieval used.' }),
-    processed: Type.Integer({ description: 'Questions judged so far.' }),
-    covered: Type.Integer(),
-    total: Type.Integer(),
-    percentage: Nullable(Type.Number({ description: 'Once completed: covered / total × 100, one decimal.' })),
-    domains: Type.Array(DomainResult, { description: 'Once completed: results per domain, by name.' }),
-    error: Nullable(Type.String()),
-    created_at: Timestamp,
-    started_at: Nullable(Timestamp),
-    completed_at: Nullable(Timestamp),
-  },
-  { title: 'CoverageEvaluation' },
-);
-
-const Result = Type.Object(
-  {
-    object: Type.Literal('coverage_result'),
-    question_id: Uuid,
-    question: Type.String(),
-    domain: Type.String(),
-    covered: Type.Boolean(),
-    best_rank: Nullable(Type.Number({ description: 'Rank of the best passage retrieval found, if any.' })),
-    document_id: Nullable(Uuid),
-  },
-  { title: 'CoverageResult' },
-);
-
-const Coverage = Type.Object(
-  {
-    object: Type.Literal('coverage'),
-    has_evaluation: Type.Boolean({ description: 'False until an evaluation has completed; the lists are then empty.' }),
-    evaluation_id: Nullable(Uuid),
-    referential_id: Nullable(Uuid),
-    completed_at: Nullable(Timestamp),
-    method: Nullable(Method),
-    domains: Type.Array(DomainResult),
-    overall: Nullable(
-      Type.Object({ covered: Type.Integer(), total: Type.Integer(), percentage: Nullable(Type.Number()) }),
-    ),
-  },
-  { title: 'Coverage' },
-);
-
-const Extraction = Type.Object(
-  {
-    object: Type.Literal('question_extraction'),
-    id: Nullable(Uuid),
-    referential_id: Nullable(Uuid),
-    status: StringEnum(
-      ['never_run', 'queued', 'running', 'completed', 'failed'],
-      'never_run: the workspace has no extraction yet.',
-    ),
-    total_conversations: Type.Integer({ description: 'Conversations started before the run was requested.' }),
-    processed_conversations: Type.Integer(),
-    questions_found: Type.Integer({ description: 'Customer questions read, before near-duplicates are dropped.' }),
-    questions_added: Type.Integer({ description: 'Questions added to the referential.' }),
-    percent: Type.Number({ description: 'processed / total × 100, one decimal; 100 once completed.' }),
-    error: Nullable(Type.String()),
-    created_at: Nullable(Timestamp),
-    started_at: Nullable(Timestamp),
-    finished_at: Nullable(Timestamp),
-  },
-  { title: 'QuestionExtraction' },
-);
 
 const ReferentialParams = Type.Object({ referential_id: Uuid });
 const ReferentialBody = Type.Object({ referential_id: Uuid }, { additionalProperties: false });
@@ -169,7 +32,7 @@ export const coverageOperations = [
       'Creates an empty referential: a named set of reference questions, each filed under a domain, against which ' +
       'knowledge coverage is measured. The name is unique in the workspace.',
     body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-    response: Referential,
+    response: ReferentialRecord,
     status: 201,
     errors: ['missing_required_parameter', 'conflict'],
     handler: ({ tenantId, body, services }) => services.coverage.createReferential(tenantId, body),
@@ -183,7 +46,7 @@ export const coverageOperations = [
     summary: 'List coverage referentials',
     description: 'Lists the referentials of the workspace, newest first, with their question and domain counts.',
     query: ListQuery,
-    response: ListOf(Referential),
+    response: ListOf(ReferentialRecord),
     handler: ({ tenantId, query, services }) => services.coverage.listReferentials(tenantId, query),
   }),
   defineOperation({
@@ -195,7 +58,7 @@ export const coverageOperations = [
     summary: 'Get a coverage referential',
     description: 'Returns one referential with its question and domain counts.',
     params: ReferentialParams,
-    response: Referential,
+    response: ReferentialRecord,
     handler: ({ tenantId, params, services }) => services.coverage.getReferential(tenantId, params.referential_id),
   }),
   defineOperation({
@@ -234,7 +97,7 @@ export const coverageOperations = [
       },
       { additionalProperties: false },
     ),
-    response: ListOf(Question),
+    response: ListOf(QuestionRecord),
     status: 201,
     errors: ['missing_required_parameter', 'too_many_items', 'empty_items'],
     handler: ({ tenantId, params, body, services }) =>
@@ -288,7 +151,7 @@ export const coverageOperations = [
       "Queues a run that puts every question of the referential to the agent's retrieval and records whether the " +
       'knowledge answers it. Answers 202 with the run (status `queued`); follow it with Get coverage evaluation.',
     body: ReferentialBody,
-    response: Evaluation,
+    response: EvaluationRecord,
     status: 202,
     errors: ['missing_required_parameter', 'invalid_parameters'],
     handler: ({ tenantId, body, services }) => services.coverage.startEvaluation(tenantId, body),
@@ -302,7 +165,7 @@ export const coverageOperations = [
     summary: 'List coverage evaluations',
     description: 'Lists the evaluation runs of the workspace, newest first.',
     query: ListQuery,
-    response: ListOf(Evaluation),
+    response: ListOf(EvaluationRecord),
     handler: ({ tenantId, query, services }) => services.coverage.listEvaluations(tenantId, query),
   }),
   defineOperation({
@@ -314,7 +177,7 @@ export const coverageOperations = [
     summary: 'Get a coverage evaluation',
     description: 'Returns one evaluation run: its status, progress, counts and, once completed, per-domain results.',
     params: Type.Object({ evaluation_id: Uuid }),
-    response: Evaluation,
+    response: EvaluationRecord,
     handler: ({ tenantId, params, services }) => services.coverage.getEvaluation(tenantId, params.evaluation_id),
   }),
   defineOperation({
@@ -331,7 +194,7 @@ export const coverageOperations = [
     query: Type.Composite([ListQuery, Type.Object({ covered: Type.Optional(Type.Boolean()) })], {
       additionalProperties: false,
     }),
-    response: ListOf(Result),
+    response: ListOf(ResultRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.coverage.listResults(tenantId, params.evaluation_id, query),
   }),
@@ -346,7 +209,7 @@ export const coverageOperations = [
       'Per-domain coverage percentages from the latest completed evaluation of the workspace (or of `referential_id`). ' +
       'Before any evaluation has completed: `has_evaluation: false` and an empty list.',
     query: Type.Object({ referential_id: Type.Optional(Uuid) }, { additionalProperties: false }),
-    response: Coverage,
+    response: CoverageRecord,
     handler: ({ tenantId, query, services }) => services.coverage.latestCoverage(tenantId, query),
   }),
   defineOperation({
@@ -361,7 +224,7 @@ export const coverageOperations = [
       '(also of questions already in the referential), files each under the closest existing domain or ' +
       '`uncategorized`, and adds them to the referential. Answers 202; one run at a time (409 `conflict`).',
     body: ReferentialBody,
-    response: Extraction,
+    response: ExtractionRecord,
     status: 202,
     errors: ['missing_required_parameter', 'invalid_parameters', 'conflict'],
     handler: ({ tenantId, body, services }) => services.coverage.startExtraction(tenantId, body),
@@ -376,7 +239,7 @@ export const coverageOperations = [
     description:
       'Live progress of the latest question-extraction run: status, processed and total conversations, questions ' +
       'found and added, start and finish times, percent.',
-    response: Extraction,
+    response: ExtractionRecord,
     handler: ({ tenantId, services }) => services.coverage.extractionStatus(tenantId),
   }),
 ];
