@@ -1,29 +1,45 @@
-// The record of a knowledge update request (a knowledge gap), its row as read, and the refusal of
-// a status change its state does not allow.
+// The record of a knowledge update request (a knowledge gap), as its response schema with the
+// type derived from it; its row as read; and the refusal of a status change its state does not allow.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import type { KnowledgeUpdateRequestStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
 export const KNOWLEDGE_UPDATE_REQUEST_STATUSES = ['open', 'approved', 'rejected', 'applied', 'resolved'] as const;
 
-export interface KnowledgeUpdateRequestRecord {
-  id: string;
-  object: 'knowledge_update_request';
-  question: string;
-  status: KnowledgeUpdateRequestStatus;
-  occurrences: number;
-  conversation_id: string | null;
-  message_id: string | null;
-  proposed_answer: string | null;
-  review_note: string | null;
-  document_id: string | null;
-  reviewed_at: string | null;
-  applied_at: string | null;
-  resolved_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** A request's status, with its transitions. */
+export const RequestStatus = Type.Union(
+  KNOWLEDGE_UPDATE_REQUEST_STATUSES.map((status) => Type.Literal(status)),
+  {
+    description:
+      '`open` → `approved` | `rejected` (review); `approved` → `applied` (apply); ' +
+      '`open` | `approved` | `rejected` → `resolved`. `applied` and `resolved` are final.',
+  },
+);
+
+export const KnowledgeUpdateRequestRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('knowledge_update_request'),
+    question: Type.String(),
+    status: RequestStatus,
+    occurrences: Type.Integer({ description: 'How often the question was asked while the request was open.' }),
+    conversation_id: Nullable(Uuid),
+    message_id: Nullable(Uuid),
+    proposed_answer: Nullable(Type.String()),
+    review_note: Nullable(Type.String()),
+    document_id: Nullable(Uuid),
+    reviewed_at: Nullable(Timestamp),
+    applied_at: Nullable(Timestamp),
+    resolved_at: Nullable(Timestamp),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'KnowledgeUpdateRequest' },
+);
+export type KnowledgeUpdateRequestRecord = Static<typeof KnowledgeUpdateRequestRecord>;
 
 export type GapRow = {
   id: string;

@@ -2,39 +2,9 @@
 // answer. List, get, review, resolve, apply (DESIGN.md §7; spec: product updates, over MCP too).
 // Transitions are in src/domain/knowledge/gaps.ts; an illegal one answers 409 `conflict`.
 import { Type } from '@sinclair/typebox';
-import { KNOWLEDGE_UPDATE_REQUEST_STATUSES } from '../../domain/knowledge/gaps.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { KnowledgeUpdateRequestRecord, RequestStatus } from '../../domain/knowledge/gaps-records.js';
+import { ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-
-const Status = Type.Union(
-  KNOWLEDGE_UPDATE_REQUEST_STATUSES.map((status) => Type.Literal(status)),
-  {
-    description:
-      '`open` → `approved` | `rejected` (review); `approved` → `applied` (apply); ' +
-      '`open` | `approved` | `rejected` → `resolved`. `applied` and `resolved` are final.',
-  },
-);
-
-const KnowledgeUpdateRequest = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('knowledge_update_request'),
-    question: Type.String(),
-    status: Status,
-    occurrences: Type.Integer({ description: 'How often the question was asked while the request was open.' }),
-    conversation_id: Nullable(Uuid),
-    message_id: Nullable(Uuid),
-    proposed_answer: Nullable(Type.String()),
-    review_note: Nullable(Type.String()),
-    document_id: Nullable(Uuid),
-    reviewed_at: Nullable(Timestamp),
-    applied_at: Nullable(Timestamp),
-    resolved_at: Nullable(Timestamp),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'KnowledgeUpdateRequest' },
-);
 
 const Params = Type.Object({ knowledge_update_request_id: Uuid });
 const Answer = Type.String({ minLength: 1, maxLength: 100_000 });
@@ -51,8 +21,11 @@ export const knowledgeGapOperations = [
     description:
       'Lists knowledge gaps — questions the agent could not answer from the knowledge — newest first; ' +
       '`status` keeps one status (`open` for the ones waiting for review).',
-    query: Type.Object({ ...ListQuery.properties, status: Type.Optional(Status) }, { additionalProperties: false }),
-    response: ListOf(KnowledgeUpdateRequest),
+    query: Type.Object(
+      { ...ListQuery.properties, status: Type.Optional(RequestStatus) },
+      { additionalProperties: false },
+    ),
+    response: ListOf(KnowledgeUpdateRequestRecord),
     handler: ({ tenantId, query, services }) => services.knowledgeGaps.list(tenantId, query),
   }),
   defineOperation({
@@ -64,7 +37,7 @@ export const knowledgeGapOperations = [
     summary: 'Get a knowledge update request',
     description: 'Returns one knowledge update request with its question, status, review and proposed answer.',
     params: Params,
-    response: KnowledgeUpdateRequest,
+    response: KnowledgeUpdateRequestRecord,
     handler: ({ tenantId, params, services }) =>
       services.knowledgeGaps.get(tenantId, params.knowledge_update_request_id),
   }),
@@ -88,7 +61,7 @@ export const knowledgeGapOperations = [
       },
       { additionalProperties: false },
     ),
-    response: KnowledgeUpdateRequest,
+    response: KnowledgeUpdateRequestRecord,
     errors: ['missing_required_parameter', 'conflict'],
     handler: ({ tenantId, params, body, services }) =>
       services.knowledgeGaps.review(tenantId, params.knowledge_update_request_id, body),
@@ -105,7 +78,7 @@ export const knowledgeGapOperations = [
       'Closes an `open`, `approved` or `rejected` request without writing anything (the gap was handled ' +
       'another way). An `applied` or `resolved` request answers 409 conflict. Returns the request.',
     params: Params,
-    response: KnowledgeUpdateRequest,
+    response: KnowledgeUpdateRequestRecord,
     errors: ['conflict'],
     handler: ({ tenantId, params, services }) =>
       services.knowledgeGaps.resolve(tenantId, params.knowledge_update_request_id),
@@ -135,7 +108,7 @@ export const knowledgeGapOperations = [
       },
       { additionalProperties: false },
     ),
-    response: KnowledgeUpdateRequest,
+    response: KnowledgeUpdateRequestRecord,
     errors: ['missing_required_parameter', 'invalid_parameters', 'conflict'],
     handler: ({ tenantId, params, body, services }) =>
       services.knowledgeGaps.apply(tenantId, params.knowledge_update_request_id, body ?? {}),
