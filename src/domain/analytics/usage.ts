@@ -2,23 +2,46 @@
 // their cost, per day and per agent, summed from the stored turn traces (`message_traces`) of the
 // range. A turn counts on the UTC day it started, for the agent that ran it. The report's filters
 // apply through the turn's conversation, as for its other figures; simulated conversations never
-// count.
+// count. The report's usage is its response schema, the type derived from it.
+import { type Static, Type } from '@sinclair/typebox';
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
+import { Nullable, Uuid } from '../shapes.js';
 
-export interface UsageTotals {
-  turns: number;
-  input_tokens: number;
-  output_tokens: number;
-  /** Summed from the calls MODEL_PRICES prices; null when none was. */
-  cost: number | null;
-}
+const usageTotals = {
+  turns: Type.Integer({ description: 'Agent turns that started in the range (or that day, or by that agent).' }),
+  input_tokens: Type.Integer({ description: "Input tokens of their provider calls, from the provider's `usage`." }),
+  output_tokens: Type.Integer({ description: "Output tokens of their provider calls, from the provider's `usage`." }),
+  cost: Nullable(
+    Type.Number({ description: 'The cost of the calls whose model MODEL_PRICES prices; null when none is priced.' }),
+  ),
+};
+const UsageTotals = Type.Object(usageTotals);
+export type UsageTotals = Static<typeof UsageTotals>;
 
-export interface UsageReport extends UsageTotals {
-  series: (UsageTotals & { date: string })[];
-  by_agent: (UsageTotals & { agent_id: string | null; agent_name: string | null })[];
-}
+export const UsageReport = Type.Object(
+  {
+    ...usageTotals,
+    series: Type.Array(Type.Object({ date: Type.String({ description: 'A UTC day, YYYY-MM-DD.' }), ...usageTotals }), {
+      description: 'One entry per day of the range, zero-filled.',
+    }),
+    by_agent: Type.Array(
+      Type.Object({
+        agent_id: Nullable(Uuid),
+        agent_name: Nullable(Type.String()),
+        ...usageTotals,
+      }),
+      { description: 'Per agent that ran turns in the range, most tokens first.' },
+    ),
+  },
+  {
+    description:
+      "Model usage from the turns' traces (GET /messages/{id}/trace): a turn counts on the UTC day it started, " +
+      'for the agent that ran it. The built-in provider runs no model: its turns count 0 tokens.',
+  },
+);
+export type UsageReport = Static<typeof UsageReport>;
 
 export interface UsageFilters {
   agent_name?: string | undefined;
