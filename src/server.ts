@@ -1,7 +1,5 @@
 // Builds the Fastify app from its parts; src/serve.ts is the process that listens.
 import { randomUUID } from 'node:crypto';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -11,7 +9,6 @@ import Fastify, {
 import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import proxyAddr from 'proxy-addr';
-import { registerAdminRoutes } from './admin/routes.js';
 import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
@@ -21,18 +18,19 @@ import { createOwnerService } from './domain/accounts/owners.js';
 import { BadRequestError, DomainError, ValidationError } from './domain/errors.js';
 import { EMBEDDING_LANE } from './domain/knowledge/embeddings/jobs.js';
 import { createServices, type Services } from './domain/services.js';
-import { addLowerCaseKeyword, ErrorSchema } from './domain/shapes.js';
+import { ErrorSchema } from './domain/shapes.js';
 import { registerWebhookDelivery } from './domain/webhooks/delivery.js';
 import { WEBHOOK_DELIVERY_JOB } from './domain/webhooks/events.js';
-import { type AuthContext, type Authenticator, createAuthenticator, presentedKey } from './http/auth.js';
+import { type Authenticator, createAuthenticator, operatorCheck, presentedKey } from './http/auth.js';
 import { registerBodyDeadline } from './http/body-deadline.js';
 import { otherBodyLimits, routeBodyLimits, shapeRefusal } from './http/body-limits.js';
 import { registerDocsRoutes, registerOpenApi } from './http/docs.js';
-import { clientErrorHandler, errorAnswerer, registerErrorHandling, summarize } from './http/errors.js';
+import { clientErrorHandler, errorAnswerer, registerErrorHandling } from './http/errors.js';
 import { registerHeaderAnswers } from './http/header-answers.js';
 import { hookList, judgeThen } from './http/hooks.js';
 import { registerIdempotency } from './http/idempotency.js';
-import { lazySerializers, lazyValidator } from './http/lazy-compile.js';
+import { lazySerializers } from './http/lazy-compile.js';
+import { mountControlPlane, mountOperations } from './http/operation-routes.js';
 import { type Limiter, registerRateLimit } from './http/rate-limit.js';
 import { registerUnreadBody } from './http/unread-body.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
@@ -43,8 +41,12 @@ import { registerMcpRoutes } from './mcp/routes.js';
 import { ownRequestLog, registerRequestObservability } from './observability/http.js';
 import { registerMetricsEndpoint } from './observability/metrics-endpoint.js';
 import { tracingEnabled } from './observability/tracing.js';
+import type { AuthContext } from './operations/context.js';
+import { controlPlaneOperations } from './operations/control-plane/tenants.js';
+import { summarize } from './operations/errors.js';
 import { OPERATIONS } from './operations/index.js';
-import { mountOperations } from './operations/registry.js';
+import { checkScope } from './operations/invoke.js';
+import { validatorOf } from './operations/validation.js';
 
 export interface AppDeps {
   config: Config;
@@ -90,18 +92,6 @@ function trustHops(hops: number): (address: string, hop: number) => boolean {
 function proxyTrust(setting: false | number | string[]): false | ((address: string, hop: number) => boolean) {
   if (setting === false) return false;
   return typeof setting === 'number' ? trustHops(setting) : proxyAddr.compile(setting);
-}
-
-function validatorCompilers() {
-  const shared = { allErrors: false, removeAdditional: false as const, useDefaults: true, strict: false };
-  // Bodies are taken as sent: `"true"` is not a boolean. Path and query strings are coerced.
-  const body = new Ajv({ ...shared, coerceTypes: false });
-  const strings = new Ajv({ ...shared, coerceTypes: 'array' as const });
-  for (const ajv of [body, strings]) {
-    addFormats.default(ajv);
-    addLowerCaseKeyword(ajv);
-  }
-  return { body, strings };
 }
 
 /** Query parameters whose values are not logged. */
@@ -212,10 +202,8 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // Metrics, the request log line and spans for every route declared from here on.
   registerRequestObservability(app, { tracing: tracingEnabled() });
 
-  const ajv = validatorCompilers();
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    lazyValidator(() => (httpPart === 'body' ? ajv.body.compile(schema) : ajv.strings.compile(schema))),
-  );
+  // Bodies are JSON, taken as sent; paths and query strings are text, coerced (src/operations/validation.ts).
+  app.setValidatorCompiler(({ schema, httpPart }) => validatorOf(schema, httpPart === 'body' ? 'json' : 'text'));
 
   // JSON only: Fastify's own text/plain parser would let a plain-text body through to operations.
   // JSON.parse, then one walk (src/lib/json-body.ts) for what may not be stored or copied, a
@@ -354,7 +342,7 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
     const { operation, authenticated, bearerKey = false } = route.config ?? {};
     if (!operation && !authenticated) return;
     const admit = (request: FastifyRequest, auth: AuthContext) => {
-      if (operation) authenticator.authorize(auth, operation.scope);
+      if (operation) checkScope(operation, auth);
       request.auth = auth;
     };
     // A callback hook, not an async one: a key seen in the last second is judged without a promise.
@@ -388,11 +376,11 @@ export async function buildApp({ config, db, redis, redisNamespace, logStream }:
   // Workspace owners: their accounts come with the tenant (control plane), and they manage their
   // keys on the settings page (src/admin/settings/).
   const owners = createOwnerService({ db });
-  registerAdminRoutes(app, {
-    tenants: services.tenants,
-    authenticator,
-    owners,
-    ...(config.adminToken ? { adminToken: config.adminToken } : {}),
+  mountControlPlane(app, controlPlaneOperations, {
+    services,
+    controlPlane: { owners, keysChanged: () => authenticator.forgetAll() },
+    operatorOnly: operatorCheck({ tenants: services.tenants, adminToken: config.adminToken }),
+    maxBodyBytes: config.bodyLimitBytes,
   });
   await registerSettingsPages(app, { config, tenants: services.tenants, owners, authenticator, outages });
   await registerDocsRoutes(app);

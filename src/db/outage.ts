@@ -1,5 +1,5 @@
 // Database outages, logged once each. While the database cannot be reached every request that
-// needs it fails (503 service_unavailable, src/http/errors.ts), and so does every poll of the job
+// needs it fails (503 service_unavailable, src/operations/errors.ts), and so does every poll of the job
 // queue: one log line with a stack for each of them filled the log (33 MB in a 15 s outage) and
 // buried what came before. Here the first failure is logged, as a warning without a stack, and the
 // rest are counted; a probe then asks the database every PROBE_MS until it answers, and that is

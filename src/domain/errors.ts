@@ -1,6 +1,6 @@
 // Typed errors thrown by the domain. They name a code of the spec's error table and, where one
-// field is at fault, its path (`files[3].path`); the HTTP layer alone turns them into statuses
-// and bodies (src/http/errors.ts).
+// field is at fault, its path (`files[3].path`); the error catalogue (src/operations/errors.ts)
+// gives each its status and body, over REST, MCP and the control plane alike.
 
 export type ErrorCode =
   | 'not_authenticated'

@@ -1,8 +1,7 @@
 // Schemas shared by every area: ids, lists, the deleted acknowledgement, the error body.
 import { type TSchema, Type } from '@sinclair/typebox';
-import type { Ajv } from 'ajv';
 
-/** A schema keyword: validation lower-cases the string it marks (see `addLowerCaseKeyword`). */
+/** A schema keyword: validation lower-cases the string it marks (src/operations/validation.ts). */
 export const LOWER_CASE = 'x-lower-case';
 
 /**
@@ -20,30 +19,6 @@ export const Uuid = Type.String({
   [LOWER_CASE]: true,
 });
 
-/**
- * UUIDs are case-insensitive (RFC 9562), and PostgreSQL compares them so, but a string sent in upper
- * case and used as it came (a tag, a job's dedupe key, an id echoed back) would not match the same
- * id in lower case. So validation lower-cases every value marked `x-lower-case`, wherever it sits
- * (path, query, body, MCP arguments), before any handler sees it.
- */
-export function addLowerCaseKeyword(ajv: Ajv): void {
-  ajv.addKeyword({
-    keyword: LOWER_CASE,
-    schemaType: 'boolean',
-    modifying: true,
-    validate: (
-      enabled: boolean,
-      data: unknown,
-      _schema: unknown,
-      place?: { parentData: unknown; parentDataProperty: string | number },
-    ) => {
-      if (enabled && typeof data === 'string' && place?.parentData) {
-        (place.parentData as Record<string | number, unknown>)[place.parentDataProperty] = data.toLowerCase();
-      }
-      return true;
-    },
-  });
-}
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

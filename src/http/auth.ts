@@ -4,17 +4,10 @@
 // busy key costs no database round trip per request; `last_used_at` is written in batches.
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
-import { allows, type Scope } from '../domain/accounts/scopes.js';
 import { keyStatus, type TenantService } from '../domain/accounts/tenants.js';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
-import { sha256Hex } from '../lib/ids.js';
-
-export interface AuthContext {
-  tenantId: string;
-  keyId: string;
-  keyName: string;
-  scopes: string[];
-}
+import { sameDigest, sha256Hex } from '../lib/ids.js';
+import type { AuthContext } from '../operations/context.js';
 
 interface CachedKey {
   key: Awaited<ReturnType<TenantService['findKeyByHash']>>;
@@ -191,12 +184,6 @@ export function createAuthenticator({
       return fetchKey(secretHash, now).then((key) => judge(key, hostHeader, touch));
     },
 
-    authorize(auth: AuthContext, required: Scope): void {
-      if (!allows(auth.scopes, required)) {
-        throw new DomainError('insufficient_scope', `This API key lacks the scope '${required}'.`);
-      }
-    },
-
     /** Forgets cached lookups, so a key changed on this instance is judged afresh at once. */
     forgetAll(): void {
       cache.clear();
@@ -210,3 +197,21 @@ export function createAuthenticator({
 }
 
 export type Authenticator = ReturnType<typeof createAuthenticator>;
+
+/**
+ * The control plane's authentication: `Authorization: Bearer <operator token>`. With ADMIN_TOKEN
+ * set it is the one token (a generated one, stored as a hash, no longer opens anything).
+ */
+export function operatorCheck({ tenants, adminToken }: { tenants: TenantService; adminToken?: string | undefined }) {
+  const adminTokenHash = adminToken ? sha256Hex(adminToken) : undefined;
+  return async (request: { headers: IncomingHttpHeaders }): Promise<void> => {
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match?.[1]) {
+      throw new DomainError('not_authenticated', 'No operator token: send `Authorization: Bearer <token>`.');
+    }
+    const hash = sha256Hex(match[1]);
+    if (adminTokenHash ? sameDigest(hash, adminTokenHash) : await tenants.hasOperatorToken(hash)) return;
+    throw new DomainError('invalid_api_key', 'The operator token is not valid.');
+  };
+}

@@ -7,9 +7,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { openApiWebhooks } from '../domain/webhooks/event-types.js';
+import { ERROR_CATALOGUE } from '../operations/errors.js';
 import type { Operation } from '../operations/registry.js';
 import { errorCataloguePage } from './error-page.js';
-import { ERROR_CATALOGUE } from './errors.js';
 import { NOT_STORED_STATUSES } from './idempotency.js';
 import { API_DESCRIPTION, API_LICENSE, apiContact, documentTags, scopeList } from './openapi-metadata.js';
 

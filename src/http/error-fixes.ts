@@ -1,5 +1,5 @@
 // What a client does about each error code, for the error catalogue at /docs/errors (src/http/docs.ts):
-// the catalogue (src/http/errors.ts) says when a code is answered, this what to change before
+// the catalogue (src/operations/errors.ts) says when a code is answered, this what to change before
 // trying again. One entry per code: the type makes a new code without a fix fail to compile.
 import type { ErrorCode } from '../domain/errors.js';
 

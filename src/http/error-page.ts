@@ -1,8 +1,9 @@
 // The error catalogue as a page (/docs/errors), where every error's `doc_url` points: each code
-// with its status and type, when it is answered (src/http/errors.ts) and how to fix it
+// with its status and type, when it is answered (src/operations/errors.ts) and how to fix it
 // (src/http/error-fixes.ts). Code spans of the texts (`param`) are shown as code.
+
+import { ERROR_CATALOGUE } from '../operations/errors.js';
 import { ERROR_FIXES } from './error-fixes.js';
-import { ERROR_CATALOGUE } from './errors.js';
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);

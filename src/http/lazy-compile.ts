@@ -3,24 +3,10 @@
 // their input validators: about half the CPU of a start, for routes a given process may seldom or
 // never serve. Here each is compiled when first called, then called as compiled: one check and one
 // call more per use. A schema that does not compile fails its route's first use, not the start;
-// the test suites use every operation.
+// the test suites use every operation. Validators are built so by src/operations/validation.ts;
+// this holds Fastify's response serializers.
 import { createRequire } from 'node:module';
 import type { FastifyServerOptions } from 'fastify';
-
-/** A validation function in Ajv's shape: the answer, and the errors of the last call on itself. */
-export type Validate<E = unknown> = ((data: unknown) => boolean) & { errors?: E };
-
-/** A validator that compiles on its first call; its errors are those of the compiled one. */
-export function lazyValidator<E>(compile: () => Validate<E>): Validate<E> {
-  let compiled: Validate<E> | undefined;
-  const validate: Validate<E> = (data) => {
-    compiled ??= compile();
-    const valid = compiled(data);
-    validate.errors = compiled.errors;
-    return valid;
-  };
-  return validate;
-}
 
 type Serialize = (data: unknown) => string;
 type SerializerFactory = (externalSchemas: unknown, options: unknown) => (route: unknown) => Serialize;

@@ -1,7 +1,8 @@
-// Content negotiation that more than one part of the server must agree on, and the opening of a
-// Server-Sent Events answer, which more than one route makes.
+// Content negotiation that more than one part of the server must agree on, and Server-Sent Events
+// answers, which more than one route makes.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { EventSink } from '../operations/registry.js';
 
 /**
  * Whether a request's Accept header asks for Server-Sent Events: `text/event-stream` with a
@@ -43,4 +44,25 @@ export function openEventStream(reply: FastifyReply): ServerResponse {
     'x-request-id': String(reply.request.id),
   });
   return reply.raw;
+}
+
+/** An operation's event stream over HTTP: Server-Sent Events frames on the reply, opened on demand. */
+export function eventSink(request: FastifyRequest, reply: FastifyReply): EventSink {
+  let raw: ServerResponse | undefined;
+  const early: string[] = [];
+  const write = (frame: string) => {
+    if (!raw) early.push(frame);
+    else if (!raw.destroyed && !raw.writableEnded) raw.write(frame);
+  };
+  return {
+    open() {
+      // The headers set so far go with the stream's: the request id, the rate limit's.
+      raw = openEventStream(reply);
+      for (const frame of early.splice(0)) write(frame);
+    },
+    event: (type, data) => write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`),
+    comment: (text) => write(`: ${text}\n\n`),
+    end: () => raw?.end(),
+    logError: (message, detail) => request.log.error(detail, message),
+  };
 }

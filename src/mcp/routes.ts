@@ -18,19 +18,18 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import { isQueryCanceled } from '../db/errors.js';
 import type { DatabaseOutages } from '../db/outage.js';
-import { DomainError } from '../domain/errors.js';
-import type { Services } from '../domain/services.js';
-import { type AuthContext, type Authenticator, isOwnHost, KEY_CACHE_TTL_MS, presentedKey } from '../http/auth.js';
+import { type Authenticator, isOwnHost, KEY_CACHE_TTL_MS, presentedKey } from '../http/auth.js';
 import { operationBodyLimits, shapeRefusal, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
-import { errorBody, fromDatabase, paramOf, publicOrigin, summarize, unexpectedFailure } from '../http/errors.js';
+import { publicOrigin } from '../http/errors.js';
 import { openEventStream } from '../http/negotiation.js';
-import { newId } from '../lib/ids.js';
 import { jsonProblem, jsonText, MAX_JSON_DEPTH } from '../lib/json-body.js';
 import { countedSlots, observeToolCall } from '../observability/mcp.js';
-import type { Operation } from '../operations/registry.js';
+import type { AuthContext } from '../operations/context.js';
+import { DomainError, errorBody, summarize } from '../operations/errors.js';
+import { invoke } from '../operations/invoke.js';
+import type { Operation, Services } from '../operations/registry.js';
 import {
   answerExchange,
   ExchangePool,
@@ -40,7 +39,7 @@ import {
   type ToolCall,
 } from './exchange.js';
 import { createLocalSlots, createRedisSlots } from './slots.js';
-import { bindArguments, buildTools, type Tool, toolAllowed, unwrap } from './tools.js';
+import { bindArguments, buildTools, type Tool, toolAllowed } from './tools.js';
 
 const PATH = '/api/v1/mcp';
 /** `Retry-After` of a stream refused at the tenant's limit: streams end when their clients go. */
@@ -304,7 +303,7 @@ export function registerMcpRoutes(
     const tool = tools.get(call.name);
     return tool === undefined
       ? undefined
-      : observeToolCall(tool.operation.id, () => runTool(tool, call.arguments, context));
+      : observeToolCall(tool.operation.id, () => runTool(tool, call.arguments, context), context.request);
   }
 
   async function runTool(
@@ -312,29 +311,32 @@ export function registerMcpRoutes(
     args: Record<string, unknown> | undefined,
     { auth, request, origin }: ExchangeContext,
   ): Promise<CallToolResult> {
-    if (!toolAllowed(tool, auth)) {
-      return toolError(origin, 'insufficient_scope', `This API key lacks the scope '${tool.operation.scope}'.`);
+    const given = args ?? {};
+    const outcome = await invoke(tool.operation, {
+      auth,
+      services,
+      // Past the scope check: the arguments within the tool's limits, storable, and split into parts.
+      bind: () => {
+        const overLimit = valueRefusal(given, operationBodyLimits(tool.operation.largeBody, config.bodyLimitBytes));
+        if (overLimit) throw overLimit;
+        const problem = jsonProblem(given);
+        if (problem !== undefined) throw new DomainError('validation_error', problem.message, problem.param);
+        return bindArguments(tool, given);
+      },
+      validators: tool.validators,
+      failure: {
+        places: [args],
+        outages: deps.outages,
+        logUnexpected: (eventId, error) =>
+          request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed'),
+      },
+    });
+    if ('failure' in outcome) {
+      const { code, message, param, eventId } = outcome.failure;
+      return toolError(origin, code, message, param, eventId);
     }
-    try {
-      const overLimit = valueRefusal(args ?? {}, operationBodyLimits(tool.operation.largeBody, config.bodyLimitBytes));
-      if (overLimit) return toolError(origin, overLimit.code, overLimit.message, overLimit.param);
-      const problem = jsonProblem(args ?? {});
-      if (problem !== undefined) return toolError(origin, 'validation_error', problem.message, problem.param);
-      const bound = bindArguments(tool, args ?? {});
-      const result = unwrap(
-        await tool.operation.handler({ tenantId: auth.tenantId, auth, ...bound, services }),
-      ) as Record<string, unknown>;
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
-    } catch (error) {
-      if (error instanceof DomainError) return toolError(origin, error.code, error.message, paramOf(error, args));
-      const refused = fromDatabase(error);
-      if (refused?.code === 'service_unavailable') deps.outages?.failed(error);
-      if (refused) return toolError(origin, refused.code, refused.message);
-      const eventId = newId();
-      request.log.error({ event_id: eventId, tool: tool.definition.name, err: summarize(error) }, 'tool failed');
-      const failure = unexpectedFailure(tool.operation, isQueryCanceled(error));
-      return toolError(origin, failure.code, failure.message, undefined, eventId);
-    }
+    const result = outcome.body as Record<string, unknown>;
+    return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   }
 
   /** A server for `transport`; each handler serves the exchange the transport has now (its context). */

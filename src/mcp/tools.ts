@@ -2,15 +2,11 @@
 // id in snake_case, its input the operation's params, query and body as one JSON object, run
 // under the calling key's scopes with the same validation, rules and errors as over REST.
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
-import { allows } from '../domain/accounts/scopes.js';
-import { DomainError } from '../domain/errors.js';
-import { addLowerCaseKeyword } from '../domain/shapes.js';
-import type { AuthContext } from '../http/auth.js';
-import { fromValidation } from '../http/errors.js';
-import { lazyValidator, type Validate } from '../http/lazy-compile.js';
-import { type Operation, toolName, WithStatus } from '../operations/registry.js';
+import { type AuthContext, mayCall } from '../operations/context.js';
+import { DomainError } from '../operations/errors.js';
+import type { InputPart } from '../operations/invoke.js';
+import { type Operation, toolName } from '../operations/registry.js';
+import { type Validator, validatorOf } from '../operations/validation.js';
 
 export interface ToolDefinition {
   name: string;
@@ -28,8 +24,8 @@ export interface ToolDefinition {
 }
 
 interface Part {
-  name: 'params' | 'query' | 'body';
-  validate: Validate<ValidateFunction['errors']>;
+  name: InputPart;
+  validate: Validator;
   /** The input keys this part takes; for a body nested under `body`, the one key. */
   keys: string[];
   nested: boolean;
@@ -39,6 +35,8 @@ export interface Tool {
   operation: Operation;
   definition: ToolDefinition;
   parts: Part[];
+  /** Each part's validator, for the pipeline to run (src/operations/invoke.ts). */
+  validators: Partial<Record<InputPart, Validator>>;
 }
 
 const plain = (schema: TSchema): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
@@ -50,16 +48,8 @@ function propertiesOf(schema: TSchema | undefined): { properties: Record<string,
 }
 
 export function buildTools(operations: Operation[]): Map<string, Tool> {
-  const ajv = new Ajv({
-    allErrors: false,
-    removeAdditional: false,
-    useDefaults: true,
-    coerceTypes: false,
-    strict: false,
-  });
-  addFormats.default(ajv);
-  addLowerCaseKeyword(ajv);
-  const compiledOnFirstUse = (schema: TSchema) => lazyValidator(() => ajv.compile(plain(schema)));
+  // Arguments are JSON, as a body is: taken as sent, never coerced.
+  const compiledOnFirstUse = (schema: TSchema) => validatorOf(plain(schema), 'json');
   const tools = new Map<string, Tool>();
   for (const op of operations) {
     const params = propertiesOf(op.params);
@@ -105,6 +95,7 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
     tools.set(name, {
       operation: op,
       parts,
+      validators: Object.fromEntries(parts.map((part) => [part.name, part.validate])),
       definition: {
         name,
         title: op.summary,
@@ -128,43 +119,23 @@ export function buildTools(operations: Operation[]): Map<string, Tool> {
   return tools;
 }
 
-export const toolAllowed = (tool: Tool, auth: AuthContext) => allows(auth.scopes, tool.operation.scope);
+export const toolAllowed = (tool: Tool, auth: AuthContext) => mayCall(auth, tool.operation.scope);
 
-/** Splits tool arguments into the operation's parts and validates each as the route would. */
-export function bindArguments(tool: Tool, args: Record<string, unknown>) {
-  const bound: Record<'params' | 'query' | 'body', unknown> = { params: {}, query: {}, body: undefined };
+/** Splits tool arguments into the operation's parts; an argument no part takes is refused. */
+export function bindArguments(tool: Tool, args: Record<string, unknown>): Record<InputPart, unknown> {
+  const bound: Record<InputPart, unknown> = { params: {}, query: {}, body: undefined };
   const known = new Set(tool.parts.flatMap((p) => p.keys));
   for (const key of Object.keys(args)) {
     if (!known.has(key)) throw new DomainError('validation_error', `Unknown parameter: ${key}.`, key);
   }
   for (const part of tool.parts) {
-    let value: unknown;
     if (part.nested) {
-      value = args.body ?? {};
+      bound[part.name] = args.body ?? {};
     } else {
       const picked: Record<string, unknown> = {};
       for (const key of part.keys) if (Object.hasOwn(args, key)) picked[key] = args[key];
-      value = picked;
+      bound[part.name] = picked;
     }
-    if (!part.validate(value)) {
-      const first = part.validate.errors?.[0];
-      if (first) {
-        // A path argument left out is missing, as a required body field is (over HTTP a path
-        // always holds one).
-        if (part.name === 'params' && first.keyword === 'required') {
-          const param = String(first.params.missingProperty);
-          throw new DomainError('missing_required_parameter', `Missing required parameter: ${param}.`, param);
-        }
-        // Otherwise the same mapping as over HTTP: a malformed path id is `not_found`, as in REST.
-        const mapped = fromValidation(part.name === 'query' ? 'querystring' : part.name, first);
-        throw new DomainError(mapped.code, mapped.message, mapped.param);
-      }
-    }
-    bound[part.name] = value;
   }
   return bound;
-}
-
-export function unwrap(result: unknown): unknown {
-  return result instanceof WithStatus ? result.body : result;
 }

@@ -7,8 +7,9 @@
 // public OpenAPI document: it is no part of the tenants' API (docs/operations.md documents it).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { errorBody, publicOrigin } from '../http/errors.js';
+import { publicOrigin } from '../http/errors.js';
 import { sameDigest, sha256Hex } from '../lib/ids.js';
+import { errorBody } from '../operations/errors.js';
 import { registry } from './metrics.js';
 import { watchJobQueue } from './scrape-gauges.js';
 

@@ -1,14 +1,15 @@
-// The operation registry (DESIGN.md §6): one definition per operation, from which come the
-// Fastify route (validation and serialization from the same TypeBox schemas), the OpenAPI
-// document and the MCP tools. Scope checks, tenant scoping and error mapping live here once.
-import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+// The operation registry (DESIGN.md §6): one definition per operation, from which come the REST
+// route (validation and serialization from the same TypeBox schemas), the OpenAPI document and the
+// MCP tools. Every call runs through one pipeline (src/operations/invoke.ts): scope, validation,
+// the handler, and the error catalogue (src/operations/errors.ts).
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import type { OwnerService } from '../domain/accounts/owners.js';
 import type { Scope } from '../domain/accounts/scopes.js';
-import { BadRequestError, type ErrorCode, ValidationError } from '../domain/errors.js';
 import type { Services } from '../domain/services.js';
-import type { AuthContext } from '../http/auth.js';
-import { operationBodyLimits } from '../http/body-limits.js';
-import { ERROR_CATALOGUE } from '../http/errors.js';
+import type { AuthContext } from './context.js';
+import { ERROR_CATALOGUE, type ErrorCode } from './errors.js';
+
+export type { Services };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -20,11 +21,26 @@ export interface OperationContext<P, Q, B> {
   body: B;
   services: Services;
   /**
-   * The HTTP exchange, for the few operations that answer other than with one JSON record
-   * (a Server-Sent Events stream). Absent when the operation runs as an MCP tool.
+   * Present when the caller takes the answer as events (an operation with `eventStream`, called
+   * over REST with `Accept: text/event-stream`): the handler writes them here and returns `STREAMED`.
    */
-  http?: { request: FastifyRequest; reply: FastifyReply };
+  events?: EventSink;
 }
+
+/** Where an operation streams its answer (Server-Sent Events over REST, src/http/negotiation.ts). */
+export interface EventSink {
+  /** Sends the stream's head; events written before it are held until then. */
+  open(): void;
+  event(type: string, data: unknown): void;
+  /** A comment line, which keeps the connection alive. */
+  comment(text: string): void;
+  end(): void;
+  /** Logs a failure that the stream can only report as an event. */
+  logError(message: string, detail: Record<string, unknown>): void;
+}
+
+/** A handler's answer once it has streamed it through `events`. */
+export const STREAMED = Symbol('streamed');
 
 /** A handler's answer with a status other than the operation's default (201 vs 200 on upsert). */
 export class WithStatus<T> {
@@ -61,7 +77,7 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
   /** Deletes, clears, purges. */
   destructive?: boolean;
   /**
-   * What it writes, when its method and status do not say it (src/http/errors.ts, `writeKind`):
+   * What it writes, when its method and status do not say it (src/operations/errors.ts, `writeKind`):
    * an internal failure answers `creation_failed`, `update_failed` or `deletion_failed`; `false`
    * for a POST that writes nothing (internal_error).
    */
@@ -77,7 +93,9 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
    * streams it): what its events are, for the document's `text/event-stream` content.
    */
   eventStream?: string;
-  handler: (ctx: OperationContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
+  handler: (
+    ctx: OperationContext<Static<P>, Static<Q>, Static<B>>,
+  ) => Promise<Static<R> | WithStatus<Static<R>> | typeof STREAMED>;
 }
 
 export interface Operation {
@@ -116,11 +134,12 @@ export function defineOperation<
 export const toolName = (operationId: string) => operationId.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** The error statuses an operation documents: every operation's, plus its own. */
-function errorStatuses(op: Operation): number[] {
+export function errorStatuses(op: Pick<Operation, 'params' | 'errors'>, operator = false): number[] {
   const codes: ErrorCode[] = [
     'bad_request',
     'not_authenticated',
-    'insufficient_scope',
+    // The control plane's operator token has no scopes.
+    ...(operator ? [] : (['insufficient_scope'] as const)),
     'validation_error',
     'rate_limit_exceeded',
     'internal_error',
@@ -134,91 +153,38 @@ function errorStatuses(op: Operation): number[] {
   return [...new Set(codes.map((code) => ERROR_CATALOGUE[code].status))].sort();
 }
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    operation?: Operation;
-  }
-  interface FastifyRequest {
-    auth: AuthContext | null;
-  }
+/** What the control plane needs beyond the domain services: owners, and the key cache to clear. */
+export interface ControlPlane {
+  owners: OwnerService;
+  /** A key's state changed here: every instance's cached judgement is dropped (this one's at once). */
+  keysChanged(): void;
 }
 
-/**
- * No body at all reads as an empty object: bodiless calls to operations whose fields are all
- * optional work, and a missing required field is named as such. A JSON `null` is a body, and not
- * an object: validation refuses it (400).
- */
-async function emptyBodyAsObject(request: FastifyRequest) {
-  if (request.body === undefined) request.body = {};
+/** What a control-plane handler is given: the operator acts on every tenant, so there is none. */
+export interface OperatorContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  services: Services;
+  controlPlane: ControlPlane;
 }
 
-/**
- * An operation that takes no body takes none, or `{}` (which some clients send with every POST);
- * anything else would be silently ignored, so it is refused as an unknown field or a non-object.
- * The control plane's bodiless POSTs use it too (src/admin/routes.ts).
- */
-export async function refuseBody(request: FastifyRequest) {
-  const body = request.body;
-  if (body === undefined) return;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new BadRequestError('This operation takes no request body.');
-  }
-  const [field] = Object.keys(body);
-  if (field !== undefined)
-    throw new ValidationError(field, `Unknown parameter: ${field}; this operation takes no body.`);
+/** An operation of the control plane (/admin/v1): authenticated by the operator token, not a key. */
+export interface OperatorOperationSpec<P extends TObject, Q extends TObject, B extends TSchema, R extends TSchema>
+  extends Omit<OperationSpec<P, Q, B, R>, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer'> {
+  handler: (ctx: OperatorContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
-export function mountOperations(
-  app: FastifyInstance,
-  operations: Operation[],
-  services: Services,
-  maxBodyBytes: number,
-): void {
-  const ErrorRef = Type.Ref('Error');
-  for (const op of operations) {
-    const response: Record<number, TSchema> = { [op.status ?? 200]: op.response };
-    for (const status of op.alsoStatus ?? []) response[status] = op.response;
-    for (const status of errorStatuses(op)) response[status] = ErrorRef;
-    const bodyLimits = operationBodyLimits(op.largeBody, maxBodyBytes);
-    app.route({
-      method: op.method,
-      url: op.path,
-      bodyLimit: bodyLimits.bytes,
-      config: { operation: op, bodyLimits, ...(op.secretAnswer ? { secretAnswer: true } : {}) },
-      // Fastify reads no body for GET: nothing to refuse, and no hook on the hottest reads.
-      ...(op.method === 'GET' ? {} : { preValidation: op.body ? emptyBodyAsObject : refuseBody }),
-      schema: {
-        operationId: op.id,
-        tags: [op.tag],
-        summary: op.summary,
-        description: `${op.description}\n\nRequires scope \`${op.scope}\`.`,
-        security: [{ ScopedAPIKeyAuth: [op.scope] }],
-        'x-required-scope': op.scope,
-        ...(op.params ? { params: op.params } : {}),
-        ...(op.query ? { querystring: op.query } : {}),
-        ...(op.body ? { body: op.body } : {}),
-        response,
-      },
-      handler: async (request, reply) => {
-        const auth = request.auth as AuthContext;
-        const result = await op.handler({
-          tenantId: auth.tenantId,
-          auth,
-          params: request.params,
-          query: request.query,
-          body: request.body,
-          services,
-          http: { request, reply },
-        });
-        // A handler that streamed its answer has already sent it.
-        if (reply.sent) return reply;
-        if (result instanceof WithStatus) {
-          reply.code(result.status);
-          return result.body;
-        }
-        reply.code(op.status ?? 200);
-        return result;
-      },
-    });
-  }
+export interface OperatorOperation
+  extends Omit<Operation, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer'> {
+  handler: (ctx: OperatorContext<unknown, unknown, unknown>) => Promise<unknown>;
+}
+
+export function defineOperatorOperation<
+  P extends TObject = TObject<Record<string, never>>,
+  Q extends TObject = TObject<Record<string, never>>,
+  B extends TSchema = TSchema,
+  R extends TSchema = TSchema,
+>(spec: OperatorOperationSpec<P, Q, B, R>): OperatorOperation {
+  return spec as unknown as OperatorOperation;
 }

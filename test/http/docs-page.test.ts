@@ -10,7 +10,7 @@ import zlib from 'node:zlib';
 import * as cheerio from 'cheerio';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE } from '../../src/http/errors.js';
+import { ERROR_CATALOGUE } from '../../src/operations/errors.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 
 /** Debian's Chromium. Without it the browser test is skipped, with one line saying so, except in CI (CI=true), which installs it. */

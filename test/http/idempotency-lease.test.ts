@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuthContext } from '../../src/http/auth.js';
 import { registerErrorHandling } from '../../src/http/errors.js';
 import { registerIdempotency } from '../../src/http/idempotency.js';
 import { createSecretBox } from '../../src/lib/secret-box.js';
+import type { AuthContext } from '../../src/operations/context.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 
 const LEASE_SECONDS = 3;

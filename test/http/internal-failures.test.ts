@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unexpectedFailure, writeKind } from '../../src/http/errors.js';
+import { unexpectedFailure, writeKind } from '../../src/operations/errors.js';
 import { OPERATIONS } from '../../src/operations/index.js';
 import { expectError, startTestApp, type TestApp } from '../helpers.js';
 

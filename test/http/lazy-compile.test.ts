@@ -3,7 +3,8 @@
 import { Ajv } from 'ajv';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { lazySerializers, lazyValidator } from '../../src/http/lazy-compile.js';
+import { lazySerializers } from '../../src/http/lazy-compile.js';
+import { lazyValidator } from '../../src/operations/validation.js';
 
 describe('schemas compiled on first use', () => {
   it('a validator compiles on its first call, once, and carries the errors of each call', () => {

@@ -118,7 +118,7 @@ async function databaseState(): Promise<Record<string, string[]>> {
 
 // The control plane (DESIGN.md §2) takes the operator token as `Authorization: Bearer`, and nothing
 // else: no header → 401 not_authenticated, a token that is not the operator's → 401 invalid_api_key
-// (src/admin/routes.ts, requireOperator). A tenant's key opens none of it, whatever its scopes.
+// (src/operations/control-plane/, behind `operatorCheck`). A tenant's key opens none of it, whatever its scopes.
 describe('the control plane refuses anything but the operator token', () => {
   const operator = { authorization: `Bearer ${ADMIN_TOKEN}` };
   /** A body that the operation takes, so that a request let through would do its work. */

@@ -3,14 +3,12 @@
 // A turn answers as JSON (the agent message) or, with `Accept: text/event-stream`, as a stream
 // of Server-Sent Events: `event: <type>` and `data: <JSON>` frames, each carrying `message_id`
 // and `conversation_id`, the last one `done` with the turn's `status`.
-import type { ServerResponse } from 'node:http';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../../agent/engine.js';
 import type { TurnEvent } from '../../agent/types.js';
 import { checkBulkItems, DomainError } from '../../domain/errors.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
-import { asksForEventStream, openEventStream } from '../../http/negotiation.js';
-import { defineOperation, type OperationContext, withStatus } from '../registry.js';
+import { defineOperation, type OperationContext, STREAMED, withStatus } from '../registry.js';
 import { MessageTrace } from './trace-schema.js';
 
 const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
@@ -96,66 +94,35 @@ const Context = Type.Object(
 
 const MessageParams = Type.Object({ message_id: Uuid });
 
-const wantsStream = (ctx: OperationContext<unknown, unknown, unknown>) =>
-  asksForEventStream(ctx.http?.request.headers.accept);
-
-/** `Retry-After` of a turn refused at its tenant's cap: places free as turns end. */
-const TURN_RETRY_AFTER_S = 5;
-
 /**
  * Answers a turn: as JSON (the message once the turn ends, or once it waits for client results
- * when not paused), or as an SSE stream. `start` throws the request's errors before anything is
- * sent; once the stream is open, the turn's own failures arrive as its `done` event.
+ * when not paused), or as events when the caller takes them. `begin` throws the request's errors
+ * before anything is sent; once the stream is open, the turn's own failures arrive as its `done` event.
  */
 async function answerTurn(
   ctx: OperationContext<unknown, unknown, unknown>,
   begin: (onEvent: ((event: TurnEvent) => void) | undefined) => Promise<RunningTurn>,
 ) {
-  const start = async (onEvent: ((event: TurnEvent) => void) | undefined) => {
-    try {
-      return await begin(onEvent);
-    } catch (error) {
-      if (error instanceof DomainError && error.code === 'turn_limit_exceeded') {
-        ctx.http?.reply.header('retry-after', TURN_RETRY_AFTER_S);
-      }
-      throw error;
-    }
-  };
-  if (!ctx.http || !wantsStream(ctx)) return (await start(undefined)).settled;
-
-  const { request, reply } = ctx.http;
-  let raw: ServerResponse | undefined;
-  const early: string[] = [];
-  const write = (frame: string) => {
-    if (raw && !raw.destroyed && !raw.writableEnded) raw.write(frame);
-  };
-  const turn = await start((event) => {
-    const frame = `event: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
-    if (raw) write(frame);
-    else early.push(frame);
-  });
-
-  // The headers set so far go with the stream's: the request id, the rate limit's.
-  raw = openEventStream(reply);
-  for (const frame of early) write(frame);
+  const sink = ctx.events;
+  if (!sink) return (await begin(undefined)).settled;
+  const turn = await begin((event) => sink.event(event.type, event.data));
+  sink.open();
   // A client that goes away loses nothing: the turn runs on and its result is stored.
-  const heartbeat = setInterval(() => write(': keep-alive\n\n'), ctx.services.agent.sseHeartbeatMs);
+  const heartbeat = setInterval(() => sink.comment('keep-alive'), ctx.services.agent.sseHeartbeatMs);
   try {
     await turn.finished;
   } catch (error) {
-    request.log.error({ err: error instanceof Error ? error.message : String(error) }, 'turn result not stored');
-    write(
-      `event: error\ndata: ${JSON.stringify({
-        message_id: turn.messageId,
-        conversation_id: turn.conversationId,
-        message: 'The result of the turn could not be stored.',
-      })}\n\n`,
-    );
+    sink.logError('turn result not stored', { err: error instanceof Error ? error.message : String(error) });
+    sink.event('error', {
+      message_id: turn.messageId,
+      conversation_id: turn.conversationId,
+      message: 'The result of the turn could not be stored.',
+    });
   } finally {
     clearInterval(heartbeat);
-    raw.end();
+    sink.end();
   }
-  return reply;
+  return STREAMED;
 }
 
 /** The document's `text/event-stream` answer of a turn (docs/agent.md, Streaming, has the table). */
