@@ -6,7 +6,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../../agent/engine.js';
 import type { TurnEvent } from '../../agent/types.js';
-import { checkBulkItems, DomainError } from '../../domain/errors.js';
+import { checkBulkItems } from '../../domain/errors.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation, type OperationContext, STREAMED, withStatus } from '../registry.js';
 import { MessageTrace } from './trace-schema.js';
