@@ -67,17 +67,30 @@ const DEFAULTS: QueueSettings = {
   stopGraceMs: 10_000,
 };
 
+const settingsOf = (options: JobQueueOptions): QueueSettings => ({
+  pollMs: options.pollMs ?? DEFAULTS.pollMs,
+  concurrency: options.concurrency ?? DEFAULTS.concurrency,
+  leaseMs: options.leaseMs ?? DEFAULTS.leaseMs,
+  backoffMs: options.backoffMs ?? DEFAULTS.backoffMs,
+  maxBackoffMs: options.maxBackoffMs ?? DEFAULTS.maxBackoffMs,
+  stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
+});
+
+/**
+ * A poll, heartbeat or schedule that failed: while the database cannot be reached, every poll of
+ * every lane fails, so that is reported to `outages` (once per outage), the rest logged.
+ */
+const failureReporter =
+  ({ log, outages }: JobQueueOptions): QueueState['warnFailed'] =>
+  (fields, message, error) => {
+    if (outages && isDatabaseUnreachable(error)) outages.failed(error);
+    else log.warn({ ...fields, err: describe(error) }, message);
+  };
+
 /** The queue's parts share one state; this wires them to the methods its users call. */
 export function createJobQueue(options: JobQueueOptions) {
   const { db, log } = options;
-  const cfg: QueueSettings = {
-    pollMs: options.pollMs ?? DEFAULTS.pollMs,
-    concurrency: options.concurrency ?? DEFAULTS.concurrency,
-    leaseMs: options.leaseMs ?? DEFAULTS.leaseMs,
-    backoffMs: options.backoffMs ?? DEFAULTS.backoffMs,
-    maxBackoffMs: options.maxBackoffMs ?? DEFAULTS.maxBackoffMs,
-    stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
-  };
+  const cfg = settingsOf(options);
   const state: QueueState = {
     db,
     log,
@@ -88,12 +101,7 @@ export function createJobQueue(options: JobQueueOptions) {
     running: new Map(),
     started: false,
     pollTimer: undefined,
-    // While the database cannot be reached, every poll of every lane fails, so that is reported
-    // to `outages` (once per outage), the rest logged.
-    warnFailed: (fields, message, error) => {
-      if (options.outages && isDatabaseUnreachable(error)) options.outages.failed(error);
-      else log.warn({ ...fields, err: describe(error) }, message);
-    },
+    warnFailed: failureReporter(options),
   };
   const schedules: Schedule[] = [sweepSchedule(db)];
 
