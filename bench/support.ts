@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import pg from 'pg';
+import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { buildApp } from '../src/server.js';
 
 /** Runs `work` on a migrated database: DATABASE_URL in a schema `<prefix>_<hex>`, else PGlite. */
 export async function withBenchDatabase(prefix: string, work: (database: DatabaseHandle) => Promise<void>) {

@@ -7,10 +7,10 @@
 //   npx tsx scripts/docs-page-timing.ts            local link, then links of 20 and 4 Mbit/s
 //   DOCS_TIMING_ROUNDS=5 npx tsx scripts/docs-page-timing.ts
 import { chromium } from 'playwright-core';
+import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { buildApp } from '../src/server.js';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ROUNDS = Number(process.env.DOCS_TIMING_ROUNDS ?? 3);

@@ -1,5 +1,7 @@
 // The serving process: config → database → migrations → first-start seed → listen; and a
 // graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the rest).
+
+import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { type Db, openDatabaseAtStart } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -11,7 +13,6 @@ import { tuneHeapGrowth } from './lib/heap.js';
 import { connectRedis } from './lib/redis.js';
 import { startProgress } from './lib/start-progress.js';
 import { startTracing, stopTracing } from './observability/tracing.js';
-import { buildApp } from './server.js';
 
 const HOUR_MS = 3_600_000;
 

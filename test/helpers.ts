@@ -9,12 +9,12 @@ import type { Redis } from 'ioredis';
 import { type Kysely, type KyselyPlugin, type QueryId, type RawBuilder, type RootOperationNode, sql } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { type App, buildApp } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { type DatabaseHandle, type Db, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { connectRedis } from '../src/lib/redis.js';
-import { type App, buildApp } from '../src/server.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../src/server.js';
+import { type App, buildApp } from '../../src/app.js';
 import { lockWaiters, startTestApp, type TestApp, usingPostgres } from '../helpers.js';
 
 let t: TestApp;

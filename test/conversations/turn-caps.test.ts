@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../src/server.js';
+import { type App, buildApp } from '../../src/app.js';
 import { expectError, startTestApp, type TestApp } from '../helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read JSON bodies loosely.

@@ -3,11 +3,11 @@
 // answer letting requests pass, and the client's address behind proxies (TRUST_PROXY).
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/client.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { memoryCounter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/server.js';
 import { ADMIN_TOKEN, startTestApp } from '../helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

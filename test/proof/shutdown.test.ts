@@ -1,4 +1,4 @@
-// Shutdown (src/server.ts): once `app.close()` begins, a request that still arrives (on a
+// Shutdown (src/app.ts): once `app.close()` begins, a request that still arrives (on a
 // connection kept alive by one in flight) answers 503 `service_unavailable` in the spec's error
 // shape with Retry-After, not Fastify's own body; /readyz answers 503 from `drain()` or the start
 // of the close, so load balancers stop sending requests; and /readyz waits for a database that
@@ -6,7 +6,7 @@
 import net from 'node:net';
 import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { READY_CHECK_TIMEOUT_MS } from '../../src/server.js';
+import { READY_CHECK_TIMEOUT_MS } from '../../src/app.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 
 /** A gate a test route waits on: `opened` once the route waits, `open()` lets it answer. */

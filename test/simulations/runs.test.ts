@@ -7,9 +7,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../src/app.js';
 import { SIMULATION_RUN_JOB } from '../../src/domain/simulations/index.js';
 import { createJobQueue } from '../../src/jobs/queue.js';
-import { buildApp } from '../../src/server.js';
 import { expectError, lockWaiters, QUEUED_BEHIND, startTestApp, type TestApp, usingPostgres } from '../helpers.js';
 
 let t: TestApp;

@@ -11,11 +11,11 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
 import { registerWebhookDelivery, sweepWebhookLog } from '../../src/domain/webhooks/delivery.js';
 import { WEBHOOK_DELIVERY_JOB } from '../../src/domain/webhooks/events.js';
 import { createJobQueue, type JobQueue } from '../../src/jobs/queue.js';
 import { createSecretBox } from '../../src/lib/secret-box.js';
-import { buildApp } from '../../src/server.js';
 import { expectError, lockWaiters, QUEUED_BEHIND, startTestApp, type TestApp, usingPostgres } from '../helpers.js';
 
 type Received = { headers: http.IncomingHttpHeaders; body: string; path: string };

@@ -73,7 +73,7 @@ export function createRunService(deps: RunnerDeps) {
     /**
      * Stops every run job of this process at once and for good: their turns end, the cases they
      * cut short go back to `pending`, and the jobs throw (retried by the queue). The server closes
-     * it after the queue stopped, when no run job is left (src/server.ts).
+     * it after the queue stopped, when no run job is left (src/app.ts).
      */
     async close(): Promise<void> {
       inProcess.closed = true;
