@@ -103,7 +103,7 @@ function sender(publicUrl: string | undefined) {
 
 /**
  * Answers any error in the spec's terms: the app's error handler, and the answer to the URLs the
- * router refuses before any hook runs (server.ts, `frameworkErrors`), whose request and reply are
+ * router refuses before any hook runs (src/app.ts, `frameworkErrors`), whose request and reply are
  * Fastify's undecorated ones (this uses only what those have).
  */
 export function errorAnswerer(

@@ -4,7 +4,7 @@
 // IETF draft); a 429 carries Retry-After. Routes with `config: { rateLimit: false }` and the
 // documentation are not limited; a route with `config: { rateLimit: { max, timeWindow } }` has a
 // budget of its own (the owners' sign-in). A path with no route, and a URL the router refuses
-// (server.ts, frameworkErrors), count against the global budget. If Redis does not answer,
+// (src/app.ts, frameworkErrors), count against the global budget. If Redis does not answer,
 // requests pass uncounted.
 //
 // Written here rather than taken from @fastify/rate-limit, which did the same with five awaits and
@@ -94,7 +94,7 @@ export type Limiter = (request: FastifyRequest, reply: FastifyReply, done: (erro
 /**
  * Limits the routes as they are declared, and what has no route. Returns the limiter of the global
  * budget that a path with no route counts against, for the answers the router makes before any
- * hook runs (server.ts).
+ * hook runs (src/app.ts).
  */
 export function registerRateLimit(
   app: FastifyInstance,

@@ -1,4 +1,4 @@
-// proxy-addr (what Fastify reads X-Forwarded-For with) ships no types; what server.ts uses of it.
+// proxy-addr (what Fastify reads X-Forwarded-For with) ships no types; what src/app.ts uses of it.
 declare module 'proxy-addr' {
   import type { IncomingMessage } from 'node:http';
 
