@@ -27,6 +27,7 @@ export interface EngineContext {
   wakeups: TurnWakeups;
   /** The turns running in this process, awaited on close. */
   running: Set<Promise<unknown>>;
+  /** Where unexpected turn failures are reported: `deps.logError`, else stderr. */
   logError: (error: unknown, eventId: string) => void;
 }
 
