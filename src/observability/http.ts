@@ -54,7 +54,18 @@ interface RequestSpan {
   ended: boolean;
 }
 
-const requestSpans = new WeakMap<FastifyRequest, RequestSpan>();
+/**
+ * The request's span, on the request itself (a property every request has from its start, set by
+ * `decorateRequest`): a WeakMap of requests would be an ephemeron table for every garbage
+ * collection to walk, which cost more than the spans.
+ */
+const SPAN = Symbol('request span');
+const requestSpans = {
+  get: (request: FastifyRequest) => (request as unknown as Record<symbol, RequestSpan | undefined>)[SPAN],
+  set: (request: FastifyRequest, entry: RequestSpan) => {
+    (request as unknown as Record<symbol, RequestSpan | undefined>)[SPAN] = entry;
+  },
+};
 
 /** The request's server span: the parent of the spans of its work. Undefined when its trace is not recorded. */
 export function requestSpan(request: FastifyRequest): Span | undefined {
@@ -91,6 +102,7 @@ function endRequestSpan(request: FastifyRequest, status: number | 'aborted', ope
 
 /** Tracing on: a server span per recorded request, and an operation's handler in a child span. */
 function registerRequestSpans(app: FastifyInstance): void {
+  app.decorateRequest(SPAN as unknown as string, undefined);
   app.addHook('onRequest', (request, _reply, done) => {
     if (!tracingEnabled()) return done();
     const route = request.routeOptions.url;
