@@ -8,6 +8,7 @@ import type { CoverageRunStatus } from '../../db/schema.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
+import { touchReferential } from './questions.js';
 import { closestDomain, contentWords, extractQuestions, isNearDuplicate } from './text.js';
 
 export const COVERAGE_EXTRACTION_JOB = 'coverage.extract';
@@ -207,12 +208,7 @@ function newQuestions(
 async function addQuestions(trx: Db, tenantId: string, referentialId: string, added: ExtractedQuestion[]) {
   if (added.length === 0) return;
   await trx.insertInto('coverage_questions').values(added).execute();
-  await trx
-    .updateTable('coverage_referentials')
-    .set({ updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', referentialId)
-    .execute();
+  await touchReferential(trx, tenantId, referentialId);
 }
 
 /**

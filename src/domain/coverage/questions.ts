@@ -190,7 +190,7 @@ export async function renameDomain(
 }
 
 /** A change to its questions is a change to the referential: its `updated_at` moves. */
-async function touchReferential(trx: Db, tenantId: string, referentialId: string) {
+export async function touchReferential(trx: Db, tenantId: string, referentialId: string) {
   await trx
     .updateTable('coverage_referentials')
     .set({ updated_at: sql`now()` })
