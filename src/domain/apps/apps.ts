@@ -1,5 +1,6 @@
 // Apps and their files: an app is named in its tenant, holds files changed only by commits
 // (./commits.ts) and answers its current files (./files.ts).
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -7,19 +8,26 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import { type CommitInput, commit, listCommits } from './commits.js';
 import { listFiles } from './files.js';
 
-export interface AppRecord {
-  id: string;
-  object: 'app';
-  name: string;
-  description: string | null;
-  head_commit_id: string | null;
-  file_count: number;
-  created_at: string;
-  updated_at: string;
-}
+/** An app as the API answers it: the operations' response schema, and the record's type. */
+export const App = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('app'),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    head_commit_id: Nullable(Uuid),
+    file_count: Type.Integer(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'App' },
+);
+
+export type AppRecord = Static<typeof App>;
 
 export interface NewApp {
   name: string;

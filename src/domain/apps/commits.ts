@@ -1,5 +1,6 @@
 // An app's commits: a commit applies file changes atomically (spec: Commit App Files).
 // `content: null` deletes a path; content equal to what is stored is no change and is not listed.
+import { type Static, Type } from '@sinclair/typebox';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../db/client.js';
 import type { CommitFileChange, Database } from '../../db/schema.js';
@@ -7,18 +8,30 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import { findAppId } from './names.js';
 import { checkCommittedPath } from './paths.js';
 
-export interface AppCommitRecord {
-  id: string;
-  object: 'app_commit';
-  app_id: string;
-  message: string;
-  files: CommitFileChange[];
-  parent_id: string | null;
-  created_at: string;
-}
+const FileChange = Type.Object({
+  path: Type.String(),
+  change: Type.Union([Type.Literal('added'), Type.Literal('modified'), Type.Literal('deleted')]),
+});
+
+/** A commit as the API answers it: the operations' response schema, and the record's type. */
+export const AppCommit = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('app_commit'),
+    app_id: Uuid,
+    message: Type.String(),
+    files: Type.Array(FileChange, { description: 'The effective changes; unchanged content is not listed.' }),
+    parent_id: Nullable(Uuid),
+    created_at: Timestamp,
+  },
+  { title: 'AppCommit' },
+);
+
+export type AppCommitRecord = Static<typeof AppCommit>;
 
 export interface CommitInput {
   message: string;

@@ -1,18 +1,26 @@
 // An app's current files, as its last commit to each path left them.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { iso } from '../../lib/time.js';
 import { type Page, toList } from '../pagination.js';
+import { Timestamp, Uuid } from '../shapes.js';
 import { findAppId } from './names.js';
 import { decodePathCursor } from './paths.js';
 
-export interface AppFileRecord {
-  object: 'app_file';
-  path: string;
-  content: string;
-  size: number;
-  commit_id: string;
-  updated_at: string;
-}
+/** A file as the API answers it: the operations' response schema, and the record's type. */
+export const AppFile = Type.Object(
+  {
+    object: Type.Literal('app_file'),
+    path: Type.String(),
+    content: Type.String(),
+    size: Type.Integer({ description: 'Bytes of UTF-8 content.' }),
+    commit_id: Uuid,
+    updated_at: Timestamp,
+  },
+  { title: 'AppFile' },
+);
+
+export type AppFileRecord = Static<typeof AppFile>;
 
 /** Current files, in path order; the cursor is the last path returned. */
 export async function listFiles(db: Db, tenantId: string, name: string, page: Page) {

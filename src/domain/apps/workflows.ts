@@ -1,5 +1,6 @@
 // Workflows: server-side actions the agent may call. Created disabled; only an enabled workflow
 // is ever offered to the agent (spec: States, workflow enabled flag).
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -8,18 +9,25 @@ import { argumentsSchemaProblem } from '../../lib/json-schema.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
-export interface WorkflowRecord {
-  id: string;
-  object: 'workflow';
-  name: string;
-  description: string | null;
-  trigger_phrases: string[];
-  input_schema: Record<string, unknown> | null;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
+/** A workflow as the API answers it: the operations' response schema, and the record's type. */
+export const Workflow = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('workflow'),
+    name: Type.String(),
+    description: Nullable(Type.String()),
+    trigger_phrases: Type.Array(Type.String()),
+    input_schema: Nullable(Type.Object({}, { additionalProperties: true })),
+    enabled: Type.Boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Workflow' },
+);
+
+export type WorkflowRecord = Static<typeof Workflow>;
 
 export interface NewWorkflow {
   name: string;

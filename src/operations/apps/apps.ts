@@ -2,8 +2,11 @@
 // Spec: Commit App Files and its bounds (message 1–500, 1–200 files, path ≤ 200, content or null);
 // path rules beyond the spec's in docs/apps.md.
 import { Type } from '@sinclair/typebox';
+import { App } from '../../domain/apps/apps.js';
+import { AppCommit } from '../../domain/apps/commits.js';
+import { AppFile } from '../../domain/apps/files.js';
 import { MAX_PATH_LENGTH } from '../../domain/apps/paths.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Deleted, ListOf, ListQuery } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
 
 const AppName = Type.String({
@@ -12,50 +15,6 @@ const AppName = Type.String({
   pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
   description: 'Letters, digits, `.`, `_` and `-`, starting with a letter or digit.',
 });
-
-const App = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('app'),
-    name: Type.String(),
-    description: Nullable(Type.String()),
-    head_commit_id: Nullable(Uuid),
-    file_count: Type.Integer(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'App' },
-);
-
-const FileChange = Type.Object({
-  path: Type.String(),
-  change: Type.Union([Type.Literal('added'), Type.Literal('modified'), Type.Literal('deleted')]),
-});
-
-const AppCommit = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('app_commit'),
-    app_id: Uuid,
-    message: Type.String(),
-    files: Type.Array(FileChange, { description: 'The effective changes; unchanged content is not listed.' }),
-    parent_id: Nullable(Uuid),
-    created_at: Timestamp,
-  },
-  { title: 'AppCommit' },
-);
-
-const AppFile = Type.Object(
-  {
-    object: Type.Literal('app_file'),
-    path: Type.String(),
-    content: Type.String(),
-    size: Type.Integer({ description: 'Bytes of UTF-8 content.' }),
-    commit_id: Uuid,
-    updated_at: Timestamp,
-  },
-  { title: 'AppFile' },
-);
 
 const AppParams = Type.Object({ name: AppName });
 

@@ -1,22 +1,8 @@
 // Workflows (scope `workflows`): created disabled, toggled with PUT .../enabled (spec: States).
 import { Type } from '@sinclair/typebox';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Workflow } from '../../domain/apps/workflows.js';
+import { Deleted, ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-
-const Workflow = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('workflow'),
-    name: Type.String(),
-    description: Nullable(Type.String()),
-    trigger_phrases: Type.Array(Type.String()),
-    input_schema: Nullable(Type.Object({}, { additionalProperties: true })),
-    enabled: Type.Boolean(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Workflow' },
-);
 
 const WorkflowParams = Type.Object({ workflow_id: Uuid });
 
