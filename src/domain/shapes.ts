@@ -19,6 +19,10 @@ export const Uuid = Type.String({
   [LOWER_CASE]: true,
 });
 
+/** A string of the values listed, written as one `enum` in the OpenAPI document. */
+export const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

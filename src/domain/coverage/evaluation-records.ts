@@ -5,8 +5,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import type { CoverageDomainResult, CoverageRunStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
-import { Nullable, Timestamp, Uuid } from '../shapes.js';
-import { StringEnum } from './shapes.js';
+import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 
 const DomainResult = Type.Object({
   domain: Type.String(),

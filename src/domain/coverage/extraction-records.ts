@@ -3,8 +3,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { CoverageRunStatus } from '../../db/schema.js';
 import { iso } from '../../lib/time.js';
-import { Nullable, Timestamp, Uuid } from '../shapes.js';
-import { StringEnum } from './shapes.js';
+import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 
 export const ExtractionRecord = Type.Object(
   {

@@ -9,9 +9,8 @@ import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { checkBulkItems, InvalidParametersError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
-import { ListOf, Nullable, Timestamp, Uuid } from '../shapes.js';
+import { ListOf, Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 import { cleanDomain, cleanText, requireReferential } from './referential-checks.js';
-import { StringEnum } from './shapes.js';
 
 export const QuestionRecord = Type.Object(
   {

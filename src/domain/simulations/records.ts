@@ -8,7 +8,7 @@ import { type SelectQueryBuilder, sql } from 'kysely';
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
 import { foreignCursor, type Page, toList } from '../pagination.js';
-import { Nullable, Timestamp, Uuid } from '../shapes.js';
+import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 import type { CaseOutcome } from './evaluation.js';
 
 /** A test case's bounds (characters, counted as code points; steps), enforced on create and kept by import. */
@@ -17,9 +17,6 @@ export const TEST_CASE_LIMITS = { text: 4000, answer: 8000, steps: 20 } as const
 export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
 
 const RUN_STATUSES: readonly SimulationRunStatus[] = ['queued', 'running', 'completed', 'failed'];
-
-export const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
 /** An object of any properties. */
 export const JsonObject = (description: string) =>

@@ -7,12 +7,9 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../../agent/engine.js';
 import type { TurnEvent } from '../../agent/types.js';
 import { checkBulkItems } from '../../domain/errors.js';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation, type OperationContext, STREAMED, withStatus } from '../registry.js';
 import { MessageTrace } from './trace-schema.js';
-
-const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
 const JsonObject = Type.Object({}, { additionalProperties: true });
 

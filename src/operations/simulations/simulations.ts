@@ -4,14 +4,13 @@
 
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../../domain/errors.js';
-import { Deleted, ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Deleted, ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
 import {
   DatasetRecord,
   ExpectedType,
   JsonObject,
   PersonaRecord,
   RunRecord,
-  StringEnum,
   TEST_CASE_LIMITS,
   TestCaseRecord,
   TestCaseStep,
