@@ -1,19 +1,27 @@
 // A staff user's notifications: each a mention in a task comment.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { iso } from '../../lib/time.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import { readUser } from './user-records.js';
 
-export interface NotificationRecord {
-  id: string;
-  object: 'notification';
-  type: string;
-  user_id: string;
-  task_id: string | null;
-  comment_id: string | null;
-  message: string;
-  created_at: string;
-}
+/** A notification as the API answers it: the operations' response schema, and the record's type. */
+export const Notification = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('notification'),
+    type: Type.String({ description: '`task_mention`: the user was mentioned in a task comment.' }),
+    user_id: Uuid,
+    task_id: Nullable(Uuid),
+    comment_id: Nullable(Uuid),
+    message: Type.String({ description: 'What happened, for people: "Ana mentioned you on TASK-3: …".' }),
+    created_at: Timestamp,
+  },
+  { title: 'Notification' },
+);
+
+export type NotificationRecord = Static<typeof Notification>;
 
 /** The user's notifications (mentions in task comments), newest first. */
 export async function listNotifications(db: Db, tenantId: string, userId: string, page: Page) {

@@ -1,32 +1,52 @@
 // Staff users as the API answers them, with their permissions, and the reads every user change
 // makes: a user by id, a user locked for a change, the staff a record names.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { isUuid } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
+import { ROLES } from './roles.js';
 
-export interface PersonSummary {
-  id: string;
-  name: string;
-  email: string | null;
-}
+/** A staff user, or the API key that wrote a comment, as records name them. */
+export const PersonSummary = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    email: Nullable(Type.String({ description: 'Null for an integration (an API key), which has none.' })),
+  },
+  { title: 'PersonSummary' },
+);
 
-export interface PermissionSummary {
-  id: string;
-  name: string;
-}
+export type PersonSummary = Static<typeof PersonSummary>;
 
-export interface UserRecord {
-  id: string;
-  object: 'user';
-  email: string;
-  name: string;
-  role: string;
-  permissions: PermissionSummary[];
-  created_at: string;
-  updated_at: string;
-}
+export const Permission = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String({ description: 'A name from the permission catalogue.' }),
+  },
+  { title: 'Permission' },
+);
+
+export type PermissionSummary = Static<typeof Permission>;
+
+/** A user as the API answers it: the operations' response schema, and the record's type. */
+export const User = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('user'),
+    email: Type.String(),
+    name: Type.String(),
+    role: Type.String({ description: `The user's role: ${Object.keys(ROLES).join(', ')}.` }),
+    permissions: Type.Array(Permission, { description: 'The permissions the user holds now, by name.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'User' },
+);
+
+export type UserRecord = Static<typeof User>;
 
 /** The staff users of a tenant among `ids`, as person summaries by id. */
 export async function findStaff(db: Db, tenantId: string, ids: readonly string[]): Promise<Map<string, PersonSummary>> {

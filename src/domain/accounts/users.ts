@@ -24,7 +24,7 @@ export {
   findStaff,
   lockUser,
   type PermissionSummary,
-  type PersonSummary,
+  PersonSummary,
   type UserRecord,
 } from './user-records.js';
 export type { UserInput } from './user-writes.js';

@@ -1,19 +1,29 @@
 // A task comment as the API answers it: its mentions in the order written, and its author, a
 // staff user or the API key that wrote it.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { iso } from '../../lib/time.js';
-import { findStaff, type PersonSummary } from '../accounts/users.js';
+import { findStaff, PersonSummary } from '../accounts/users.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
-export interface TaskCommentRecord {
-  id: string;
-  object: 'task_comment';
-  task_id: string;
-  content: string;
-  mentions: PersonSummary[];
-  author: PersonSummary;
-  created_at: string;
-  edited_at: string | null;
-}
+/** A comment as the API answers it: the operations' response schema, and the record's type. */
+export const TaskComment = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('task_comment'),
+    task_id: Uuid,
+    content: Type.String(),
+    mentions: Type.Array(PersonSummary, { description: 'The staff users mentioned, in the order sent.' }),
+    created_at: Timestamp,
+    author: Type.Object(PersonSummary.properties, {
+      description: 'The staff user named by `author_id`, else the API key that added the comment (email null).',
+    }),
+    edited_at: Nullable(Timestamp),
+  },
+  { title: 'TaskComment' },
+);
+
+export type TaskCommentRecord = Static<typeof TaskComment>;
 
 /** Who calls: the API key, which is the comment's author when no `author_id` is sent. */
 export interface Caller {

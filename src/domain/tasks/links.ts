@@ -4,6 +4,7 @@
 // `insert … on conflict` statement, so even racing requests make one link — never a
 // check-then-insert. A deleted link is kept and reads `deleted: true`; linking the target again
 // revives it.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import type { TaskLinksTable } from '../../db/schema.js';
 import { isUuid, newId } from '../../lib/ids.js';
@@ -11,6 +12,7 @@ import { iso } from '../../lib/time.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import { findTask, identifierOf, type TaskSummary } from './refs.js';
 
@@ -26,23 +28,36 @@ export const LINK_TARGETS = {
 export type LinkTargetType = keyof typeof LINK_TARGETS;
 export const LINK_TARGET_TYPES = Object.keys(LINK_TARGETS) as LinkTargetType[];
 
-export interface LinkContext {
-  conversation_id: string | null;
-  message_id: string | null;
-}
+export const TargetType = Type.Unsafe<LinkTargetType>({
+  type: 'string',
+  enum: LINK_TARGET_TYPES,
+  description: 'The kind of the target.',
+});
 
-export interface TaskLinkRecord {
-  id: string;
-  object: 'task_link';
-  task_id: string;
-  target_type: LinkTargetType;
-  target_id: string;
-  context: LinkContext;
-  deleted: boolean;
-  admin_url: string;
-  created_at: string;
-  updated_at: string;
-}
+/** A task link as the API answers it: the operations' response schema, and the record's type. */
+export const TaskLink = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('task_link'),
+    task_id: Uuid,
+    target_type: TargetType,
+    target_id: Uuid,
+    context: Type.Object(
+      { conversation_id: Nullable(Uuid), message_id: Nullable(Uuid) },
+      { description: 'The conversation and message the target belongs to, where it has them.' },
+    ),
+    deleted: Type.Boolean(),
+    admin_url: Type.String({ description: 'Where the target is shown in the admin console.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'TaskLink' },
+);
+
+export type TaskLinkRecord = Static<typeof TaskLink>;
+
+/** The conversation and message a link's target belongs to. */
+export type LinkContext = TaskLinkRecord['context'];
 
 type LinkRow = Omit<TaskLinksTable, 'created_at' | 'updated_at' | 'deleted_at'> & {
   created_at: Date;

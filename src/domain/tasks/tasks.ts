@@ -2,12 +2,14 @@
 // a counter row incremented in the same transaction as the insert, so numbers run 1, 2, 3… with
 // no gap and no repeat however many creations race. A task is addressed by its UUID or its
 // identifier, on every route (./refs.ts); its comments are in ./comments.ts.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
-import { findStaff, type PersonSummary } from '../accounts/users.js';
+import { findStaff, PersonSummary } from '../accounts/users.js';
 import { InvalidParametersError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import type { Caller } from './comment-records.js';
 import { createCommentWrites } from './comment-writes.js';
@@ -17,17 +19,23 @@ import { findTask, identifierOf, TASK_COLUMNS, type TaskRow } from './refs.js';
 export { COMMENT_WRITE_COALESCING } from './comment-writes.js';
 export { findTask, identifierOf, TASK_IDENTIFIER } from './refs.js';
 
-export interface TaskRecord {
-  id: string;
-  object: 'task';
-  identifier: string;
-  title: string;
-  description: string | null;
-  assignee_id: string | null;
-  assignee: PersonSummary | null;
-  created_at: string;
-  updated_at: string;
-}
+/** A task as the API answers it: the operations' response schema, and the record's type. */
+export const Task = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('task'),
+    identifier: Type.String({ description: '`TASK-<n>`, numbered 1, 2, 3… per workspace without gaps.' }),
+    title: Type.String(),
+    description: Nullable(Type.String()),
+    assignee_id: Nullable(Uuid),
+    assignee: Nullable(PersonSummary),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Task' },
+);
+
+export type TaskRecord = Static<typeof Task>;
 
 export interface NewTask {
   title: string;

@@ -1,11 +1,13 @@
 // Users and permissions (scope `accounts`; DESIGN.md §7, users; spec: "Other operations named in
-// product updates", Authentication 7). The Admin rule lives in src/domain/accounts/users.ts, so these
+// product updates", Authentication 7). The Admin rule lives in src/domain/accounts/roles.ts, so these
 // operations and the MCP tools made from them (`upsert_user`, `add_user_permissions`,
 // `remove_user_permission`) all refuse it.
 import { Type } from '@sinclair/typebox';
+import { Notification } from '../../domain/accounts/notifications.js';
+import { User } from '../../domain/accounts/user-records.js';
 import { DEFAULT_ROLE, PERMISSIONS, ROLES } from '../../domain/accounts/users.js';
 import { checkBulkItems } from '../../domain/errors.js';
-import { Deleted, ListOf, ListQuery, Nullable, PathName, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Deleted, ListOf, ListQuery, PathName, Uuid } from '../../domain/shapes.js';
 import { defineOperation, withStatus } from '../registry.js';
 
 const catalogue = (entries: Record<string, string>) =>
@@ -17,42 +19,6 @@ const ROLE_TEXT = `One of: ${catalogue(ROLES)}. Case and surrounding spaces are 
 const PERMISSION_TEXT = `One of: ${catalogue(PERMISSIONS)}. Case and surrounding spaces are ignored. \`admin\` is refused.`;
 
 const PermissionName = Type.String({ minLength: 1, maxLength: 100, description: PERMISSION_TEXT });
-
-const Permission = Type.Object(
-  {
-    id: Uuid,
-    name: Type.String({ description: 'A name from the permission catalogue.' }),
-  },
-  { title: 'Permission' },
-);
-
-export const User = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('user'),
-    email: Type.String(),
-    name: Type.String(),
-    role: Type.String({ description: `The user's role: ${Object.keys(ROLES).join(', ')}.` }),
-    permissions: Type.Array(Permission, { description: 'The permissions the user holds now, by name.' }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'User' },
-);
-
-const Notification = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('notification'),
-    type: Type.String({ description: '`task_mention`: the user was mentioned in a task comment.' }),
-    user_id: Uuid,
-    task_id: Nullable(Uuid),
-    comment_id: Nullable(Uuid),
-    message: Type.String({ description: 'What happened, for people: "Ana mentioned you on TASK-3: …".' }),
-    created_at: Timestamp,
-  },
-  { title: 'Notification' },
-);
 
 const UserParams = Type.Object({ user_id: Uuid });
 

@@ -2,8 +2,10 @@
 // behaviour rules 3 and 4). `{task_id}` is a task UUID or `TASK-<n>` on every route (spec:
 // Endpoints); anything else names no task and answers 404.
 import { Type } from '@sinclair/typebox';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
-import { LINK_TARGET_TYPES, type LinkTargetType } from '../../domain/tasks/links.js';
+import { ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
+import { TaskComment } from '../../domain/tasks/comment-records.js';
+import { TargetType, TaskLink } from '../../domain/tasks/links.js';
+import { Task } from '../../domain/tasks/tasks.js';
 import { defineOperation, withStatus } from '../registry.js';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
@@ -12,71 +14,6 @@ const TaskRef = Type.String({
   description: 'The task UUID or its identifier `TASK-<n>`.',
 });
 const TaskParams = Type.Object({ task_id: TaskRef });
-
-const PersonSummary = Type.Object(
-  {
-    id: Uuid,
-    name: Type.String(),
-    email: Nullable(Type.String({ description: 'Null for an integration (an API key), which has none.' })),
-  },
-  { title: 'PersonSummary' },
-);
-
-const Task = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('task'),
-    identifier: Type.String({ description: '`TASK-<n>`, numbered 1, 2, 3… per workspace without gaps.' }),
-    title: Type.String(),
-    description: Nullable(Type.String()),
-    assignee_id: Nullable(Uuid),
-    assignee: Nullable(PersonSummary),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Task' },
-);
-
-const TaskComment = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('task_comment'),
-    task_id: Uuid,
-    content: Type.String(),
-    mentions: Type.Array(PersonSummary, { description: 'The staff users mentioned, in the order sent.' }),
-    created_at: Timestamp,
-    author: Type.Object(PersonSummary.properties, {
-      description: 'The staff user named by `author_id`, else the API key that added the comment (email null).',
-    }),
-    edited_at: Nullable(Timestamp),
-  },
-  { title: 'TaskComment' },
-);
-
-const TargetType = Type.Unsafe<LinkTargetType>({
-  type: 'string',
-  enum: LINK_TARGET_TYPES,
-  description: 'The kind of the target.',
-});
-
-const TaskLink = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('task_link'),
-    task_id: Uuid,
-    target_type: TargetType,
-    target_id: Uuid,
-    context: Type.Object(
-      { conversation_id: Nullable(Uuid), message_id: Nullable(Uuid) },
-      { description: 'The conversation and message the target belongs to, where it has them.' },
-    ),
-    deleted: Type.Boolean(),
-    admin_url: Type.String({ description: 'Where the target is shown in the admin console.' }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'TaskLink' },
-);
 
 export const taskOperations = [
   defineOperation({
