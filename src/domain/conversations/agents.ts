@@ -1,25 +1,35 @@
 // Agents (DESIGN.md §7): a name, instructions, and the agents it may hand a conversation to.
 // The tenant's default agent, which answers messages sent without `agent_id`, is its oldest
 // agent; a tenant with none gets one named `Assistant` on its first message.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 
 export const DEFAULT_AGENT_NAME = 'Assistant';
 
-export interface AgentRecord {
-  id: string;
-  object: 'agent';
-  name: string;
-  instructions: string | null;
-  handoff_agent_ids: string[];
-  is_default: boolean;
-  created_at: string;
-  updated_at: string;
-}
+/** An agent as the API answers it: the operations' response schema, and the record's type. */
+export const Agent = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('agent'),
+    name: Type.String(),
+    instructions: Nullable(Type.String()),
+    handoff_agent_ids: Type.Array(Uuid, { description: 'Agents this agent may hand a conversation to.' }),
+    is_default: Type.Boolean({
+      description: 'Whether this agent answers messages sent without `agent_id` (the oldest agent).',
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Agent' },
+);
+
+export type AgentRecord = Static<typeof Agent>;
 
 export interface NewAgent {
   name: string;

@@ -1,23 +1,8 @@
 // Agents (scope `agents`): create, list, get (DESIGN.md §7).
 import { Type } from '@sinclair/typebox';
-import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Agent } from '../../domain/conversations/agents.js';
+import { ListOf, ListQuery, Uuid } from '../../domain/shapes.js';
 import { defineOperation } from '../registry.js';
-
-const Agent = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('agent'),
-    name: Type.String(),
-    instructions: Nullable(Type.String()),
-    handoff_agent_ids: Type.Array(Uuid, { description: 'Agents this agent may hand a conversation to.' }),
-    is_default: Type.Boolean({
-      description: 'Whether this agent answers messages sent without `agent_id` (the oldest agent).',
-    }),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Agent' },
-);
 
 export const agentOperations = [
   defineOperation({
