@@ -1,6 +1,6 @@
-// Task comments are written by one statement each, coalesced per tenant (db/coalesce.ts): the
-// statement finds the task and the users a comment names, and writes the comment, its mentions
-// and the notifications of the users mentioned only when every one is found.
+// Writing task comments: the comments of a tenant waiting together (db/coalesce.ts) go in one
+// statement, which finds the task and the users each comment names, and writes a comment, its
+// mentions and the notifications of the users mentioned only when every one is found.
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../../db/client.js';
 import { type CoalesceOptions, coalesce, type Outcome } from '../../db/coalesce.js';
