@@ -101,8 +101,8 @@ const setting = (value: string | undefined, fallback: number) => {
 
 const moduleUrl = (name: string) => pathToFileURL(createRequire(import.meta.url).resolve(name)).href;
 
-/** Starts the export thread, with `env` as its environment (the exporter's settings). */
-export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: string): Promise<SpanExport> {
+/** The export thread, started, with `env` as its environment (the exporter's settings). */
+async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise<Worker> {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     env: { ...env },
@@ -124,13 +124,20 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
   });
   // Not a reason to stay up: a process that ends without `stop` loses the spans still queued.
   worker.unref();
+  return worker;
+}
+
+/** Starts the export thread, with `env` as its environment (the exporter's settings). */
+export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: string): Promise<SpanExport> {
+  const worker = await startWorker(env, serviceName);
   const batch = new SpanBatch();
+  let gone = false;
   let handing = false;
   const hand = () => {
     handing = false;
     if (batch.size === 0) return;
     const spans = batch.take();
-    worker.postMessage({ spans }, [spans.numbers.buffer as ArrayBuffer]);
+    if (!gone) worker.postMessage({ spans }, [spans.numbers.buffer as ArrayBuffer]);
   };
   const timer = setInterval(hand, HAND_OVER_MS);
   timer.unref();
@@ -139,8 +146,16 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
   worker.on('message', (m: { flushed?: number }) => {
     if (m.flushed !== undefined) flushes.get(m.flushed)?.();
   });
+  // A thread that fails or ends loses the spans it held, never the process, and nobody waits on it.
+  const ended = () => {
+    gone = true;
+    for (const answer of flushes.values()) answer();
+  };
+  worker.on('error', ended);
+  worker.on('exit', ended);
   const flush = () => {
     hand();
+    if (gone) return Promise.resolve();
     const id = nextFlush++;
     return new Promise<void>((resolve) => {
       flushes.set(id, () => {
@@ -162,6 +177,7 @@ export async function startSpanExport(env: NodeJS.ProcessEnv, serviceName: strin
     async stop() {
       clearInterval(timer);
       await flush();
+      if (gone) return;
       const exited = new Promise((resolve) => worker.once('exit', resolve));
       worker.postMessage({ stop: true });
       await exited;
