@@ -1,7 +1,7 @@
 // Configuration: environment variables only, parsed and validated once at start (DESIGN.md §1).
 // A bad value stops the start with a one-line reason naming the variable.
 import { isIP } from 'node:net';
-import { type ModelPrices, parseModelPrices } from './agent/model-prices.js';
+import { type ModelPrices, parseModelPrices } from './domain/agent/model-prices.js';
 import { SECRETS_KEY_BYTES } from './lib/secret-box.js';
 
 export interface Config {

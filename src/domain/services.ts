@@ -1,5 +1,5 @@
 // The domain services, each built by its own factory from exactly what it uses.
-import { createAgentArea } from '../agent/index.js';
+
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { createHeavyQueries } from '../db/heavy-queries.js';
@@ -7,6 +7,7 @@ import type { JobQueue } from '../jobs/queue.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import { createTenantService } from './accounts/tenants.js';
 import { createUserService } from './accounts/users.js';
+import { createAgentArea } from './agent/index.js';
 import { createAnalyticsService } from './analytics/report.js';
 import { createAppService } from './apps/apps.js';
 import { createWorkflowService } from './apps/workflows.js';
@@ -57,7 +58,7 @@ export function createServices({
     search,
     maxSources: config.customDataSourcesMax,
   });
-  // The agent area (src/agent/index.ts): knowledge search and the gap queue are injected.
+  // The agent area (src/domain/agent/index.ts): knowledge search and the gap queue are injected.
   const gaps = createKnowledgeGapService({ db, documents, emitEvent });
   const agentArea = createAgentArea({
     db,

@@ -11,7 +11,7 @@ import {
   WorkspaceStreamError,
 } from '../../client/src/index.js';
 import { readSseFrames } from '../../client/src/sse.js';
-import { UNKNOWN_ANSWER } from '../../src/agent/builtin-provider.js';
+import { UNKNOWN_ANSWER } from '../../src/domain/agent/builtin-provider.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 import { startGateway } from './gateway.js';
 

@@ -3,7 +3,7 @@
 // functions mode, one turn at a time, feedback, reading conversations, tenant isolation.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNKNOWN_ANSWER } from '../../src/agent/builtin-provider.js';
+import { UNKNOWN_ANSWER } from '../../src/domain/agent/builtin-provider.js';
 import { expectError, startTestApp, type TestApp } from '../helpers.js';
 
 let t: TestApp;

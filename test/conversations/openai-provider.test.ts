@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatMessages } from '../../src/agent/openai-provider.js';
+import { chatMessages } from '../../src/domain/agent/openai-provider.js';
 import { expectError, startTestApp, type TestApp } from '../helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: recorded request bodies are read loosely.

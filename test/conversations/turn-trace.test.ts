@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNKNOWN_ANSWER } from '../../src/agent/builtin-provider.js';
+import { UNKNOWN_ANSWER } from '../../src/domain/agent/builtin-provider.js';
 import { registry } from '../../src/observability/metrics.js';
 import { setTracer } from '../../src/observability/tracing.js';
 import { expectError, startTestApp, type TestApp } from '../helpers.js';

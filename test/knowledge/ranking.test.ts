@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import MiniSearch from 'minisearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCorpus, loadQuestions } from '../../bench/answers/evaluate.js';
-import { answerSentences } from '../../src/agent/answer-sentences.js';
+import { answerSentences } from '../../src/domain/agent/answer-sentences.js';
 import { RELEVANT_RANK, searchKnowledge } from '../../src/domain/knowledge/search.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 

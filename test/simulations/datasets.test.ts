@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNKNOWN_ANSWER } from '../../src/agent/builtin-provider.js';
+import { UNKNOWN_ANSWER } from '../../src/domain/agent/builtin-provider.js';
 import { redactText } from '../../src/domain/simulations/pii.js';
 import { expectError, lockWaiters, startTestApp, type TestApp, usingPostgres } from '../helpers.js';
 

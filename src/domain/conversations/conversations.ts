@@ -1,5 +1,5 @@
 // Conversations and their messages as clients read them (DESIGN.md §7), and message feedback.
-// The turn engine (src/agent/engine.ts) writes them; this area owns their records
+// The turn engine (src/domain/agent/engine.ts) writes them; this area owns their records
 // (./conversation-records.ts, ./messages.ts, ./feedback.ts), and the rule that tells a
 // customer's conversation from one a simulation case is playing (./customer-scope.ts).
 import type { Db } from '../../db/client.js';

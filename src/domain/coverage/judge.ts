@@ -1,8 +1,9 @@
 // The LLM judge of coverage evaluations, used when LLM_BASE_URL is configured: one question to
 // the model (src/lib/judge-model.ts) per question that retrieval found passages for, asking
 // whether those passages answer it. The answer must start with YES or NO.
-import type { Passage } from '../../agent/types.js';
+
 import { askJudgeModel, JudgeError, type JudgeModelOptions } from '../../lib/judge-model.js';
+import type { Passage } from '../agent/types.js';
 
 export interface CoverageJudge {
   /** True when the passages answer the question. Throws when the model cannot be asked. */

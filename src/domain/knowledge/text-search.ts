@@ -71,7 +71,7 @@ export function searchRunner(heavy: HeavyQueries, timeoutMs: number): SearchRunn
 
 /**
  * The agent's knowledge search failed its limits: the turn that made it ends FAILED with this
- * `code` (src/agent/engine.ts). A coverage evaluation counts a timed-out question as not covered
+ * `code` (src/domain/agent/engine.ts). A coverage evaluation counts a timed-out question as not covered
  * and retries on busy; a simulation run puts a busy case back and is retried.
  */
 export class KnowledgeSearchFailure extends Error {

@@ -1,8 +1,9 @@
 // Playing one test case against the agent: its question, then each step, in one conversation of
 // the run's turn engine, with the case's overrides answering for the tools. What the agent did
 // over the whole case is gathered into its outcome, which the verdict judges (./evaluation.ts).
-import type { AgentEngine } from '../../agent/engine.js';
+
 import type { Db } from '../../db/client.js';
+import type { AgentEngine } from '../agent/engine.js';
 import { DomainError } from '../errors.js';
 import type { ClaimedCase } from './case-results.js';
 import type { DeclinedTracker } from './declined.js';

@@ -9,10 +9,11 @@
 //   `no_answer`; otherwise → `answer`, with the agent's final answer as `expected_answer`.
 // Personal data in the imported text is replaced with placeholders unless `redact_pii` is false
 // (./pii.ts), and `metadata.source_conversation_id` traces the case back to the conversation.
-import { UNKNOWN_ANSWER } from '../../agent/builtin-provider.js';
+
 import type { Db } from '../../db/client.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
 import { cutText } from '../../lib/text.js';
+import { UNKNOWN_ANSWER } from '../agent/builtin-provider.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { requireDataset } from './datasets.js';

@@ -8,11 +8,11 @@
 // and it may continue the conversations simulations play, marked in `simulation_conversations`,
 // which every read for clients leaves out (`isCustomerConversation`, ../conversations.ts).
 
-import { type AgentEngineDeps, createAgentEngine } from '../../agent/engine.js';
-import { createProvider, traceOptions } from '../../agent/index.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/client.js';
 import type { JobQueue } from '../../jobs/queue.js';
+import { type AgentEngineDeps, createAgentEngine } from '../agent/engine.js';
+import { createProvider, traceOptions } from '../agent/index.js';
 import type { AgentService } from '../conversations/agents.js';
 import type { ConversationService } from '../conversations/conversations.js';
 import type { EmitEvent } from '../webhooks/events.js';

@@ -1,8 +1,8 @@
 // The run job (see ./runs.ts): plays a run's cases with a turn engine of its own, a few at once,
 // and completes the run when every case has its verdict.
 import { sql } from 'kysely';
-import type { AgentEngine } from '../../agent/engine.js';
 import type { Job, JobContext } from '../../jobs/queue.js';
+import type { AgentEngine } from '../agent/engine.js';
 import type { AgentService } from '../conversations/agents.js';
 import { playCase } from './case-play.js';
 import {

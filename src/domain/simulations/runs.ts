@@ -26,9 +26,10 @@
 // Starting a run is ./run-start.ts; the job, ./run-job.ts; playing a case, ./case-play.ts; its
 // result row (claim, verdict, put-back), ./case-results.ts; how a run ends, ./run-settlement.ts;
 // reads, ./run-reads.ts. This module wires them for one queue.
-import type { AgentEngine } from '../../agent/engine.js';
+
 import type { Db } from '../../db/client.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
+import type { AgentEngine } from '../agent/engine.js';
 import type { AgentService } from '../conversations/agents.js';
 import type { Page } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';

@@ -1,9 +1,10 @@
 // A new test case, as a client or an import sends it, and the rules it must meet before it is
 // stored: a question and steps that are not blank, what its `expected_type` requires, references
 // to the tenant's own agents and personas, and override maps that name tools a case may answer for.
-import { HANDOFF_TOOL } from '../../agent/engine.js';
+
 import type { Db } from '../../db/client.js';
 import type { SimulationExpectedType } from '../../db/schema.js';
+import { HANDOFF_TOOL } from '../agent/engine.js';
 import { InvalidParametersError, MissingParameterError, ValidationError } from '../errors.js';
 import { tenantHas } from './datasets.js';
 import type { TestCaseStep } from './records.js';

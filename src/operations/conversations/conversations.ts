@@ -4,8 +4,8 @@
 // of Server-Sent Events: `event: <type>` and `data: <JSON>` frames, each carrying `message_id`
 // and `conversation_id`, the last one `done` with the turn's `status`.
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import type { RunningTurn } from '../../agent/engine.js';
-import type { TurnEvent } from '../../agent/types.js';
+import type { RunningTurn } from '../../domain/agent/engine.js';
+import type { TurnEvent } from '../../domain/agent/types.js';
 import { checkBulkItems } from '../../domain/errors.js';
 import { ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperation, type OperationContext, STREAMED, withStatus } from '../registry.js';

@@ -2,10 +2,10 @@
 // message and the agent's reply (IN_PROGRESS) written with the turn's state in one transaction,
 // and the turn launched. Every request error is thrown before anything runs.
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.js';
-import type { AgentRow } from '../domain/conversations/agents.js';
-import { DomainError, InvalidParametersError, MissingParameterError } from '../domain/errors.js';
-import { newId } from '../lib/ids.js';
+import type { Database } from '../../db/schema.js';
+import { newId } from '../../lib/ids.js';
+import type { AgentRow } from '../conversations/agents.js';
+import { DomainError, InvalidParametersError, MissingParameterError } from '../errors.js';
 import { claim, leaseUntil } from './conversation-lease.js';
 import type { ClientFunctionsMode, RunningTurn, SendMessageInput, TurnOptions } from './engine-types.js';
 import { launch } from './turn-loop.js';

@@ -3,10 +3,10 @@
 // a paused turn resumes, and `GET /messages/{id}/trace` reads it (docs/agent.md, "The trace of a
 // turn"). Every query names the tenant.
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
-import { isCustomerConversation, type MessageStatus } from '../domain/conversations/conversations.js';
-import { NotFoundError } from '../domain/errors.js';
-import { iso } from '../lib/time.js';
+import type { Db } from '../../db/client.js';
+import { iso } from '../../lib/time.js';
+import { isCustomerConversation, type MessageStatus } from '../conversations/conversations.js';
+import { NotFoundError } from '../errors.js';
 import type { TraceData, TurnTrace } from './turn-trace.js';
 
 /** A 404 that says why this message has no trace. */

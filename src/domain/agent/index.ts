@@ -1,9 +1,9 @@
 // Wiring of the agent area: agents, conversations and the turn engine with its provider, built
 // from the configuration and the knowledge functions the engine is given (search, gaps).
-import { type Config, ConfigError } from '../config.js';
-import type { Db } from '../db/client.js';
-import { createAgentService } from '../domain/conversations/agents.js';
-import { createConversationService } from '../domain/conversations/conversations.js';
+import { type Config, ConfigError } from '../../config.js';
+import type { Db } from '../../db/client.js';
+import { createAgentService } from '../conversations/agents.js';
+import { createConversationService } from '../conversations/conversations.js';
 import { createBuiltinProvider } from './builtin-provider.js';
 import { type AgentEngineDeps, createAgentEngine } from './engine.js';
 import { createOpenAiProvider } from './openai-provider.js';

@@ -1,9 +1,10 @@
 // The turn loop: provider steps until the agent answers without calling a tool, the turn pauses for
 // its client, or it fails. Whatever happens, the turn's end is written, its conversation freed and
 // `done` emitted. No transaction is held across a provider call.
-import type { MessageRecord } from '../domain/conversations/conversations.js';
-import { KnowledgeSearchFailure } from '../domain/knowledge/text-search.js';
-import { newId } from '../lib/ids.js';
+
+import { newId } from '../../lib/ids.js';
+import type { MessageRecord } from '../conversations/conversations.js';
+import { KnowledgeSearchFailure } from '../knowledge/text-search.js';
 import { askClient } from './client-functions.js';
 import { release, renewLease } from './conversation-lease.js';
 import { findPassages } from './retrieval.js';

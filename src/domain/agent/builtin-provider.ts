@@ -9,7 +9,7 @@
 //      document;
 //   4. with no such passage it says it does not know, and the engine records a knowledge gap.
 import { randomUUID } from 'node:crypto';
-import { cutText } from '../lib/text.js';
+import { cutText } from '../../lib/text.js';
 import { answerSentences } from './answer-sentences.js';
 import type { Citation, Passage, Provider, StepRequest, StepResult, ToolCall, ToolSpec, TurnItem } from './types.js';
 
@@ -66,7 +66,7 @@ export function argumentsFor(tool: ToolSpec, pairs: Record<string, string>): Rec
   return args;
 }
 
-/** The part of the passage that answers `question` (src/agent/answer-sentences.ts), at most 1,500 characters. */
+/** The part of the passage that answers `question` (src/domain/agent/answer-sentences.ts), at most 1,500 characters. */
 function answerFrom(passage: Passage, question: string): string {
   const text = answerSentences(question, passage.content.trim() || passage.snippet.trim());
   if (text.length <= MAX_ANSWER_CHARS) return text;

@@ -1,8 +1,8 @@
 // What the engine's modules share: the engine's parts (EngineContext), a turn's stored state, the
 // turn as it runs in this process (Runtime), and the failure that ends a turn with its own reason.
-import type { Db } from '../db/client.js';
-import type { AgentRow, AgentService } from '../domain/conversations/agents.js';
-import type { ConversationService, MessageRecord } from '../domain/conversations/conversations.js';
+import type { Db } from '../../db/client.js';
+import type { AgentRow, AgentService } from '../conversations/agents.js';
+import type { ConversationService, MessageRecord } from '../conversations/conversations.js';
 import type { AgentEngineDeps, ClientFunctionsMode, TurnOptions } from './engine-types.js';
 import { type EmitTurnEvent, turnEmitter } from './turn-events.js';
 import type { createTurnPlaces } from './turn-places.js';

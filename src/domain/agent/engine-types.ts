@@ -1,10 +1,10 @@
 // What the turn engine is given and what its callers send and get back (./engine.ts).
 import type { Transaction } from 'kysely';
-import type { Db } from '../db/client.js';
-import type { Database } from '../db/schema.js';
-import type { AgentService } from '../domain/conversations/agents.js';
-import type { ConversationService, MessageRecord } from '../domain/conversations/conversations.js';
-import type { EmitEvent } from '../domain/webhooks/events.js';
+import type { Db } from '../../db/client.js';
+import type { Database } from '../../db/schema.js';
+import type { AgentService } from '../conversations/agents.js';
+import type { ConversationService, MessageRecord } from '../conversations/conversations.js';
+import type { EmitEvent } from '../webhooks/events.js';
 import type { TraceOptions } from './turn-trace.js';
 import type { ClientFunction, Passage, Provider, TurnEvent } from './types.js';
 

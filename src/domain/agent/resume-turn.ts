@@ -1,8 +1,8 @@
 // A paused turn resumes once every call it waits for has a result: it claims its conversation
 // again, with the client functions and context sent now, uses the results, and goes on.
 import type { Transaction } from 'kysely';
-import type { Database } from '../db/schema.js';
-import { ConflictError, NotFoundError } from '../domain/errors.js';
+import type { Database } from '../../db/schema.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import { claim } from './conversation-lease.js';
 import type { ContinueInput, RunningTurn, TurnOptions } from './engine-types.js';
 import { loadTraceData } from './trace-store.js';

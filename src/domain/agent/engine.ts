@@ -10,7 +10,7 @@
 //   ends WAITING_CLIENT and resumes through `continueTurn` once every call has a result; a new
 //   message abandons it. In the default mode (`wait`) the turn itself waits for the results
 //   (posted to the same function-results endpoint) for CLIENT_FUNCTION_TIMEOUT_MS;
-// - per-tenant caps in this process on streamed and waiting turns (src/agent/turn-places.ts): a
+// - per-tenant caps in this process on streamed and waiting turns (src/domain/agent/turn-places.ts): a
 //   request over a cap is refused before anything is stored; a turn that comes to wait while its
 //   tenant's places are all taken (turns started together) ends FAILED with `turn_limit_exceeded`;
 // - the turn's result is written to the database whatever happens to the client that asked.
@@ -21,7 +21,7 @@
 // (./conversation-lease.ts) and writes (./turn-store.ts).
 
 import { setMaxListeners } from 'node:events';
-import type { MessageRecord } from '../domain/conversations/conversations.js';
+import type { MessageRecord } from '../conversations/conversations.js';
 import { submitFunctionResults } from './client-functions.js';
 import { DEFAULT_LEASE_MS } from './conversation-lease.js';
 import type { AgentEngineDeps, ContinueInput, SendMessageInput, TurnOptions } from './engine-types.js';

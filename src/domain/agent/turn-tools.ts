@@ -1,9 +1,10 @@
 // The tools a turn offers its provider (client functions, enabled workflows, the handoff tool) and
 // the calls the engine answers itself: workflows run here, overridden outputs, handoffs, unknown
 // tools. Client functions are left to the client (./client-functions.ts).
-import { ValidationError } from '../domain/errors.js';
-import { newId } from '../lib/ids.js';
-import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../lib/json-schema.js';
+
+import { newId } from '../../lib/ids.js';
+import { argumentsSchemaProblem, compileClientSchema, schemaErrorsText } from '../../lib/json-schema.js';
+import { ValidationError } from '../errors.js';
 import { type EngineContext, lastInput, type Runtime } from './turn-runtime.js';
 import { handOff, recordCalls, setCallResult } from './turn-store.js';
 import type { ClientFunction, HandoffTarget, ToolCall, ToolSpec } from './types.js';

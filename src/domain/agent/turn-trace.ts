@@ -8,8 +8,8 @@
 // Never stored: the provider's key or any other secret the engine names (each is replaced by
 // `[redacted]` wherever it appears), and, unless TRACE_PROMPTS allows it, the prompt sent to the
 // provider. A paused turn's trace is read back when it resumes and goes on from there.
-import { recordKnowledgeSearch, recordTurn } from '../observability/metrics.js';
-import { withSpan } from '../observability/tracing.js';
+import { recordKnowledgeSearch, recordTurn } from '../../observability/metrics.js';
+import { withSpan } from '../../observability/tracing.js';
 import { costOf, type ModelPrices } from './model-prices.js';
 import type { Citation, Passage, Provider, StepResult, ToolCall } from './types.js';
 

@@ -2,10 +2,10 @@
 // lease it renews while it runs, so a turn whose process died frees the conversation once the
 // lease lapses.
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../db/client.js';
-import type { Database } from '../db/schema.js';
-import { isCustomerConversation } from '../domain/conversations/conversations.js';
-import { ConflictError, NotFoundError } from '../domain/errors.js';
+import type { Db } from '../../db/client.js';
+import type { Database } from '../../db/schema.js';
+import { isCustomerConversation } from '../conversations/conversations.js';
+import { ConflictError, NotFoundError } from '../errors.js';
 import type { EngineContext, Runtime } from './turn-runtime.js';
 
 export const DEFAULT_LEASE_MS = 60_000;

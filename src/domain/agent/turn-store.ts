@@ -1,8 +1,8 @@
 // What a turn writes and reads back as it runs: its state and message, its trace, its calls and
 // their results, its handoffs, and its end. Every write of a turn locks its conversation first.
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
-import { newId } from '../lib/ids.js';
+import type { Db } from '../../db/client.js';
+import { newId } from '../../lib/ids.js';
 import { release } from './conversation-lease.js';
 import { saveTrace } from './trace-store.js';
 import type { EngineContext, Runtime } from './turn-runtime.js';
