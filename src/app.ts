@@ -2,7 +2,6 @@
 // process that listens. Each part is registered by the module that owns it.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { registerSettingsPages } from './admin/settings/index.js';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
 import { isDatabaseUnreachable } from './db/errors.js';
@@ -37,6 +36,7 @@ import { controlPlaneOperations } from './operations/control-plane/tenants.js';
 import { summarize } from './operations/errors.js';
 import { OPERATIONS } from './operations/index.js';
 import { validatorOf } from './operations/validation.js';
+import { registerSettingsPages } from './settings/index.js';
 
 export { READY_CHECK_TIMEOUT_MS } from './http/lifecycle.js';
 
@@ -151,7 +151,7 @@ async function registerRoutes(
     outages,
   });
   // Workspace owners: their accounts come with the tenant (control plane), and they manage their
-  // keys on the settings page (src/admin/settings/).
+  // keys on the settings page (src/settings/).
   const owners = createOwnerService({ db });
   mountControlPlane(app, controlPlaneOperations, {
     services,

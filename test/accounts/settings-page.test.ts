@@ -9,10 +9,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CSRF_COOKIE, LOGIN_ATTEMPTS_PER_MINUTE, SESSION_COOKIE } from '../../src/admin/settings/index.js';
 import { verifyPassword } from '../../src/domain/accounts/owners.js';
 import { ALL_SCOPES } from '../../src/domain/accounts/scopes.js';
 import { sha256Hex } from '../../src/lib/ids.js';
+import { CSRF_COOKIE, LOGIN_ATTEMPTS_PER_MINUTE, SESSION_COOKIE } from '../../src/settings/index.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from '../helpers.js';
 
 const SETTINGS = '/admin/settings/integrations/api';

@@ -1,12 +1,12 @@
 // The API keys page: keys are created, listed, locked, unlocked and revoked through the tenant
 // service, the same code as the control plane, always for the session's own tenant.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { OwnerSession } from '../../domain/accounts/owners.js';
-import { SCOPE_RESOURCES } from '../../domain/accounts/scopes.js';
-import { DomainError } from '../../domain/errors.js';
-import { isUuid } from '../../lib/ids.js';
-import { startsWithCalendarDate } from '../../lib/time.js';
-import { ERROR_CATALOGUE } from '../../operations/errors.js';
+import type { OwnerSession } from '../domain/accounts/owners.js';
+import { SCOPE_RESOURCES } from '../domain/accounts/scopes.js';
+import { DomainError } from '../domain/errors.js';
+import { isUuid } from '../lib/ids.js';
+import { startsWithCalendarDate } from '../lib/time.js';
+import { ERROR_CATALOGUE } from '../operations/errors.js';
 import { csrfToken, type Form, field, fields, html, type SettingsDeps, sessionOf } from './context.js';
 import { type KeysPageInput, keysPage, LOGIN_PATH, SETTINGS_PATH } from './pages.js';
 

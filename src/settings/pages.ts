@@ -1,7 +1,7 @@
 // Server-rendered HTML of the owners' settings pages. Every value from the database or the request
 // goes through `escapeHtml`; the pages load their CSS and script from /admin/assets/.
-import { ALL_SCOPES } from '../../domain/accounts/scopes.js';
-import type { ApiKeyRecord } from '../../domain/accounts/tenants.js';
+import { ALL_SCOPES } from '../domain/accounts/scopes.js';
+import type { ApiKeyRecord } from '../domain/accounts/tenants.js';
 
 export const SETTINGS_PATH = '/admin/settings/integrations/api';
 export const LOGIN_PATH = '/admin/login';

@@ -1,11 +1,11 @@
 // What every settings route uses: the cookies' names and path, reading form fields, the CSRF
 // token's binding, answering a page, and the signed-in owner.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../../config.js';
-import type { DatabaseOutages } from '../../db/outage.js';
-import type { OwnerService, OwnerSession } from '../../domain/accounts/owners.js';
-import type { TenantService } from '../../domain/accounts/tenants.js';
-import { type Authenticator, tenantFromHost } from '../../http/auth.js';
+import type { Config } from '../config.js';
+import type { DatabaseOutages } from '../db/outage.js';
+import type { OwnerService, OwnerSession } from '../domain/accounts/owners.js';
+import type { TenantService } from '../domain/accounts/tenants.js';
+import { type Authenticator, tenantFromHost } from '../http/auth.js';
 
 export const SESSION_COOKIE = 'ws_session';
 export const CSRF_COOKIE = 'ws_csrf';
