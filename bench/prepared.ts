@@ -1,12 +1,12 @@
-// What each part of the prepared statements (src/db/prepared.ts) buys, straight on the database
-// without the API: `npx tsx bench/prepared.ts` (PGlite, in its thread) or `DATABASE_URL=postgres://…
-// npx tsx bench/prepared.ts`. The row read's point query (point.ts) in a loop of BENCH_CONNECTIONS
-// (50) over a pool (10 clients on PostgreSQL, 4 on PGlite's thread), sent three ways: unnamed (as
-// pg sends a query), named as pg names one (`{ name, text, values }`: Parse once, then Bind,
-// Describe, Execute, Sync on every call, the result's description parsed each time), and as
-// prepared.ts sends it (Parse once, then Bind, Execute, Sync). BENCH_SECONDS (5) each, in rotating
-// order, BENCH_ROUNDS (3) times: queries per second and this process's CPU time per query (on
-// PGlite, the database's thread is part of this process).
+// What prepared statements (src/db/prepared.ts) buy, straight on the database without the API:
+// `npx tsx bench/prepared.ts` (PGlite, in its thread) or `DATABASE_URL=postgres://… npx tsx
+// bench/prepared.ts`. The row read's point query (point.ts) in a loop of BENCH_CONNECTIONS (50)
+// over a pool (10 clients on PostgreSQL, 4 on PGlite's thread), sent three ways: unnamed (as pg
+// sends a query: Parse, Bind, Describe, Execute, Sync on every call), named as pg names one (`{
+// name, text, values }`: Parse once, then Bind, Describe, Execute, Sync), and through
+// prepared.ts (the same messages as pg's named statements, the name given by text). BENCH_SECONDS
+// (5) each, in rotating order, BENCH_ROUNDS (3) times: queries per second and this process's CPU
+// time per query (on PGlite, the database's thread is part of this process).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,14 +24,26 @@ const DATABASE_URL = process.env.DATABASE_URL;
 type Way = 'unnamed' | 'named by pg' | 'prepared.ts';
 const WAYS: Way[] = ['unnamed', 'named by pg', 'prepared.ts'];
 
+/** A pool whose clients each know their number: PGlite's clients share one session, and names. */
 function pool(way: Way, config: pg.PoolConfig): pg.Pool {
   const p = new pg.Pool(config);
-  if (way === 'prepared.ts') p.on('connect', (client) => prepareStatements(client, 200));
+  let clients = 0;
+  p.on('connect', (client) => {
+    (client as pg.PoolClient & { number?: number }).number = ++clients;
+    if (way === 'prepared.ts') prepareStatements(client, 200);
+  });
   return p;
 }
 
-function query(way: Way, p: pg.Pool, id: string) {
-  return way === 'named by pg' ? p.query({ name: 'point', text: POINT_SQL, values: [id] }) : p.query(POINT_SQL, [id]);
+async function query(way: Way, p: pg.Pool, id: string) {
+  const client = (await p.connect()) as pg.PoolClient & { number?: number };
+  try {
+    return way === 'named by pg'
+      ? await client.query({ name: `point_${client.number}`, text: POINT_SQL, values: [id] })
+      : await client.query(POINT_SQL, [id]);
+  } finally {
+    client.release();
+  }
 }
 
 async function loop(way: Way, p: pg.Pool): Promise<{ qps: number; cpuUs: number }> {

@@ -1,84 +1,28 @@
 // Prepared statements on PostgreSQL. Kysely hands pg every query as text and parameters, which pg
 // sends as an unnamed statement: PostgreSQL parses, analyses and plans it again on every call. On
-// a point read that is more than half of the database's work (bench/README.md). Here each pooled
+// a point read that is more than half of the database's work (docs/database.md). Here each pooled
 // connection prepares a parameterised statement under a name the first time it sees its text, and
 // later calls only bind and execute it. A connection keeps at most `max` statements and
 // deallocates the least recently used quarter when full, so statements whose text varies
 // (multi-row inserts, a source's own table) cannot grow a session without bound.
 //
-// pg also asks the server to describe the result on every call (Describe) and parses the
-// description it gets back. A named statement's result cannot change shape while it lives:
-// PostgreSQL refuses to run it once its tables have changed ("cached plan must not change result
-// type", below), and it is then prepared afresh under a new name. So the description that a
-// statement's first call received is kept with it, and its later calls send Bind, Execute, Sync.
+// A named statement's result cannot change shape while it lives: PostgreSQL refuses to run it
+// once its tables have changed ("cached plan must not change result type", below), and it is then
+// prepared afresh under a new name.
 import pg from 'pg';
 
-/** A RowDescription message as pg parses it; `null` for a statement that returns no rows. */
-type Description = { fields: unknown[] } | null;
-
-/** pg's connection (lib/connection.js), as far as a query's `prepare` uses it. */
+/** pg's connection (lib/connection.js), as far as deallocating uses it. */
 interface WireConnection {
   parsedStatements: Record<string, string>;
-  describe(config: object): void;
 }
 
 /** The parts of pg's Query (lib/query.js) used here; they are not in its type declarations. */
 interface PgQuery {
   name?: string;
   callback: (error: Error | null, result: pg.QueryResult) => void;
-  hasBeenParsed(connection: WireConnection): boolean;
-  prepare(connection: WireConnection): void;
-  handleRowDescription(message: Description): void;
 }
 
 const PgQuery = pg.Query as unknown as new (text: string, values: unknown[]) => PgQuery;
-const describeNothing = () => {};
-
-/**
- * A query on a named statement. Without a kept description it runs as pg runs it and notes what
- * the server described; with one (its statement's `description`) it leaves Describe out and hands
- * pg that description.
- */
-class DescribedQuery extends PgQuery {
-  /** The description this call received (or was handed); null until one arrives. */
-  #described: Description = null;
-
-  constructor(
-    text: string,
-    values: unknown[],
-    readonly statement: Statement,
-  ) {
-    super(text, values);
-    this.name = statement.name;
-  }
-
-  /** After a call that succeeded: its statement keeps what the server described. */
-  keepDescription(): void {
-    if (this.statement.description === undefined) this.statement.description = this.#described;
-  }
-
-  override prepare(connection: WireConnection): void {
-    const known = this.statement.description;
-    if (known === undefined || !this.hasBeenParsed(connection)) {
-      super.prepare(connection);
-      return;
-    }
-    // pg's own prepare (Bind, its handling of values it cannot send, Execute, Sync), less Describe.
-    const describe = connection.describe;
-    connection.describe = describeNothing;
-    try {
-      super.prepare(connection);
-    } finally {
-      connection.describe = describe;
-    }
-    if (known !== null) this.handleRowDescription(known);
-  }
-
-  override handleRowDescription(message: Description): void {
-    this.#described = message;
-    super.handleRowDescription(message);
-  }
-}
 
 /** Longer texts (large batch inserts) are rarely repeated: they go unnamed, as before. */
 const MAX_TEXT = 4096;
@@ -96,8 +40,6 @@ function isPlanChanged(error: unknown): boolean {
 interface Statement {
   name: string;
   used: number;
-  /** The result's description from the statement's first call; undefined before it answers. */
-  description: Description | undefined;
 }
 
 let counter = 0;
@@ -105,8 +47,7 @@ let counter = 0;
 /** Makes `client.query(text, values)` run `text` as a named statement of this connection. */
 export function prepareStatements(client: pg.ClientBase, max = 200): void {
   const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
-  // text → its name, when it was last used and its result's description once known; the least
-  // recently used goes when the map is full.
+  // text → its name and when it was last used; the least recently used goes when the map is full.
   const names = new Map<string, Statement>();
   let tick = 0;
 
@@ -114,12 +55,9 @@ export function prepareStatements(client: pg.ClientBase, max = 200): void {
     new Promise<pg.QueryResult>((resolve, reject) => {
       // A Query made from text and values, named afterwards: pg copies a config object property
       // by property, which cost more than the rest of this module.
-      const query = statement === undefined ? new PgQuery(text, values) : new DescribedQuery(text, values, statement);
-      query.callback = (error, result) => {
-        if (error) return reject(error);
-        if (query instanceof DescribedQuery) query.keepDescription();
-        resolve(result);
-      };
+      const query = new PgQuery(text, values);
+      if (statement !== undefined) query.name = statement.name;
+      query.callback = (error, result) => (error ? reject(error) : resolve(result));
       plain(query);
     });
 
@@ -156,7 +94,7 @@ export function prepareStatements(client: pg.ClientBase, max = 200): void {
       const byAge = [...names].sort((a, b) => a[1].used - b[1].used);
       deallocate(byAge.slice(0, Math.max(1, Math.floor(max / 4))).map(([key]) => key));
     }
-    const statement: Statement = { name: `ws_${(++counter).toString(36)}`, used: ++tick, description: undefined };
+    const statement: Statement = { name: `ws_${(++counter).toString(36)}`, used: ++tick };
     names.set(text, statement);
     return statement;
   };
