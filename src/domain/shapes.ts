@@ -23,6 +23,10 @@ export const Uuid = Type.String({
 export const StringEnum = <const T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
 
+/** An object of any properties (its type a record of unknowns). */
+export const JsonObject = (options: { description?: string } = {}) =>
+  Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, ...options }));
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

@@ -1,22 +1,28 @@
 // Conversations as clients read them: a customer's, never one a simulation case is playing.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { JsonObject, Nullable, Timestamp, Uuid } from '../shapes.js';
 import { isCustomerConversation } from './customer-scope.js';
 
-export interface ConversationRecord {
-  id: string;
-  object: 'conversation';
-  agent_id: string;
-  language: string | null;
-  context: Record<string, unknown> | null;
-  message_count: number;
-  turn_in_progress: boolean;
-  last_message_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const ConversationRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('conversation'),
+    agent_id: Uuid,
+    language: Nullable(Type.String()),
+    context: Nullable(JsonObject()),
+    message_count: Type.Integer(),
+    turn_in_progress: Type.Boolean(),
+    last_message_at: Nullable(Timestamp),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Conversation' },
+);
+export type ConversationRecord = Static<typeof ConversationRecord>;
 
 export interface ConversationRow {
   id: string;

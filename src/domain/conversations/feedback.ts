@@ -1,19 +1,25 @@
 // Message feedback: a rating, and perhaps a comment, on one of the agent's messages.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 import { findMessage } from './messages.js';
 
-export interface FeedbackRecord {
-  id: string;
-  object: 'message_feedback';
-  message_id: string;
-  conversation_id: string;
-  rating: 'positive' | 'negative';
-  comment: string | null;
-  created_at: string;
-}
+export const FeedbackRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('message_feedback'),
+    message_id: Uuid,
+    conversation_id: Uuid,
+    rating: StringEnum(['positive', 'negative']),
+    comment: Nullable(Type.String()),
+    created_at: Timestamp,
+  },
+  { title: 'MessageFeedback' },
+);
+export type FeedbackRecord = Static<typeof FeedbackRecord>;
 
 export interface NewFeedback {
   rating: 'positive' | 'negative';

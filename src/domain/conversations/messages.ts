@@ -1,48 +1,57 @@
 // Messages of conversations as clients read them, with the function calls each made.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/client.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import { decodeIdCursor, type Page, toList } from '../pagination.js';
+import { JsonObject, Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 import { findConversation } from './conversation-records.js';
 import { isCustomerConversation } from './customer-scope.js';
 
-export type MessageStatus = 'IN_PROGRESS' | 'COMPLETED' | 'WAITING_CLIENT' | 'FAILED' | 'ABANDONED';
+const TURN_STATUSES = ['IN_PROGRESS', 'COMPLETED', 'WAITING_CLIENT', 'FAILED', 'ABANDONED'] as const;
+export type MessageStatus = (typeof TURN_STATUSES)[number];
 
-export interface FunctionCallRecord {
-  call_id: string;
-  name: string;
-  type: 'client' | 'workflow';
-  arguments: Record<string, unknown>;
-  status: 'pending' | 'completed' | 'failed';
-  output: unknown;
-}
+export const FunctionCallRecord = Type.Object({
+  call_id: Type.String({ description: 'The id to send the result under.' }),
+  name: Type.String(),
+  type: StringEnum(['client', 'workflow'], 'client: run by the application; workflow: run by the server.'),
+  arguments: JsonObject(),
+  status: StringEnum(['pending', 'completed', 'failed']),
+  output: Type.Unknown({ description: 'The result, once known; null before.' }),
+});
+export type FunctionCallRecord = Static<typeof FunctionCallRecord>;
 
-export interface CitationRecord {
-  document_id: string;
-  title: string;
-  source_id: string | null;
-  language: string;
-  snippet: string;
-}
+export const CitationRecord = Type.Object({
+  document_id: Type.String(),
+  title: Type.String(),
+  source_id: Nullable(Type.String()),
+  language: Type.String(),
+  snippet: Type.String(),
+});
+export type CitationRecord = Static<typeof CitationRecord>;
 
-export interface MessageRecord {
-  id: string;
-  object: 'message';
-  conversation_id: string;
-  agent_id: string | null;
-  role: 'user' | 'assistant' | 'system';
-  author: 'customer' | 'application' | 'agent';
-  hidden: boolean;
-  content: string;
-  status: MessageStatus;
-  function_calls: FunctionCallRecord[];
-  citations: CitationRecord[];
-  handoff: { agent_id: string; agent_name: string; ticket_id: string } | null;
-  error: { code: string; message: string } | null;
-  in_reply_to: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export const MessageRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('message'),
+    conversation_id: Uuid,
+    agent_id: Nullable(Uuid),
+    role: StringEnum(['user', 'assistant', 'system']),
+    author: StringEnum(['customer', 'application', 'agent']),
+    hidden: Type.Boolean(),
+    content: Type.String(),
+    status: StringEnum(TURN_STATUSES, 'An agent message: the state of its turn. Other messages: COMPLETED.'),
+    function_calls: Type.Array(FunctionCallRecord),
+    citations: Type.Array(CitationRecord),
+    handoff: Nullable(Type.Object({ agent_id: Uuid, agent_name: Type.String(), ticket_id: Uuid })),
+    error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
+    in_reply_to: Nullable(Uuid),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'Message' },
+);
+export type MessageRecord = Static<typeof MessageRecord>;
 
 export interface MessageRow {
   id: string;

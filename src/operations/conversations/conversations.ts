@@ -6,69 +6,13 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { RunningTurn } from '../../domain/agent/engine.js';
 import type { TurnEvent } from '../../domain/agent/types.js';
+import { ConversationRecord } from '../../domain/conversations/conversation-records.js';
+import { FeedbackRecord } from '../../domain/conversations/feedback.js';
+import { MessageRecord } from '../../domain/conversations/messages.js';
 import { checkBulkItems } from '../../domain/errors.js';
-import { ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
+import { ListOf, ListQuery, StringEnum, Uuid } from '../../domain/shapes.js';
 import { defineOperation, type OperationContext, STREAMED, withStatus } from '../registry.js';
 import { MessageTrace } from './trace-schema.js';
-
-const JsonObject = Type.Object({}, { additionalProperties: true });
-
-const FunctionCall = Type.Object({
-  call_id: Type.String({ description: 'The id to send the result under.' }),
-  name: Type.String(),
-  type: StringEnum(['client', 'workflow'], 'client: run by the application; workflow: run by the server.'),
-  arguments: JsonObject,
-  status: StringEnum(['pending', 'completed', 'failed']),
-  output: Type.Unknown({ description: 'The result, once known; null before.' }),
-});
-
-const Citation = Type.Object({
-  document_id: Type.String(),
-  title: Type.String(),
-  source_id: Nullable(Type.String()),
-  language: Type.String(),
-  snippet: Type.String(),
-});
-
-const TURN_STATUSES = ['IN_PROGRESS', 'COMPLETED', 'WAITING_CLIENT', 'FAILED', 'ABANDONED'] as const;
-
-const Message = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('message'),
-    conversation_id: Uuid,
-    agent_id: Nullable(Uuid),
-    role: StringEnum(['user', 'assistant', 'system']),
-    author: StringEnum(['customer', 'application', 'agent']),
-    hidden: Type.Boolean(),
-    content: Type.String(),
-    status: StringEnum(TURN_STATUSES, 'An agent message: the state of its turn. Other messages: COMPLETED.'),
-    function_calls: Type.Array(FunctionCall),
-    citations: Type.Array(Citation),
-    handoff: Nullable(Type.Object({ agent_id: Uuid, agent_name: Type.String(), ticket_id: Uuid })),
-    error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
-    in_reply_to: Nullable(Uuid),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Message' },
-);
-
-const Conversation = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('conversation'),
-    agent_id: Uuid,
-    language: Nullable(Type.String()),
-    context: Nullable(JsonObject),
-    message_count: Type.Integer(),
-    turn_in_progress: Type.Boolean(),
-    last_message_at: Nullable(Timestamp),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  { title: 'Conversation' },
-);
 
 const ClientFunctions = Type.Array(
   Type.Object(
@@ -184,19 +128,6 @@ const FunctionResultsAck = Type.Object(
   { title: 'FunctionResults' },
 );
 
-const Feedback = Type.Object(
-  {
-    id: Uuid,
-    object: Type.Literal('message_feedback'),
-    message_id: Uuid,
-    conversation_id: Uuid,
-    rating: StringEnum(['positive', 'negative']),
-    comment: Nullable(Type.String()),
-    created_at: Timestamp,
-  },
-  { title: 'MessageFeedback' },
-);
-
 type Body<T extends TSchema> = Static<T>;
 
 export const conversationOperations = [
@@ -221,7 +152,7 @@ export const conversationOperations = [
       'lending client functions in the default mode over its turns waiting for results (TURN_MAX_WAITING_PER_TENANT), ' +
       'is refused with 429 `turn_limit_exceeded` and `Retry-After`.',
     body: SendBody,
-    response: Message,
+    response: MessageRecord,
     eventStream: TURN_EVENT_STREAM,
     // An unknown `conversation_id` answers 404 rather than 422 (docs/limitations.md, departures).
     errors: ['missing_required_parameter', 'invalid_parameters', 'not_found', 'conflict', 'turn_limit_exceeded'],
@@ -239,7 +170,7 @@ export const conversationOperations = [
     summary: 'Get a message',
     description: 'Returns one message; for an agent message, the state of its turn, its function calls and citations.',
     params: MessageParams,
-    response: Message,
+    response: MessageRecord,
     handler: ({ tenantId, params, services }) => services.conversations.getMessage(tenantId, params.message_id),
   }),
   defineOperation({
@@ -296,7 +227,7 @@ export const conversationOperations = [
       "`turn_limit_exceeded` over the workspace's streamed turns, as there).",
     params: MessageParams,
     body: ContinueBody,
-    response: Message,
+    response: MessageRecord,
     eventStream: TURN_EVENT_STREAM,
     errors: ['conflict', 'turn_limit_exceeded'],
     handler: (ctx) =>
@@ -322,7 +253,7 @@ export const conversationOperations = [
       },
       { additionalProperties: false },
     ),
-    response: Feedback,
+    response: FeedbackRecord,
     status: 201,
     errors: ['missing_required_parameter', 'conflict'],
     handler: async ({ tenantId, params, body, services }) =>
@@ -339,7 +270,7 @@ export const conversationOperations = [
       'Lists conversations, newest first; `agent_id` filters by the agent now in charge. The conversation of a ' +
       'simulation test case being played is not listed (nor found by the other conversation routes).',
     query: Type.Object({ ...ListQuery.properties, agent_id: Type.Optional(Uuid) }, { additionalProperties: false }),
-    response: ListOf(Conversation),
+    response: ListOf(ConversationRecord),
     handler: ({ tenantId, query, services }) => services.conversations.listConversations(tenantId, query),
   }),
   defineOperation({
@@ -351,7 +282,7 @@ export const conversationOperations = [
     summary: 'Get a conversation',
     description: 'Returns one conversation: its agent, language, context and message count.',
     params: Type.Object({ conversation_id: Uuid }),
-    response: Conversation,
+    response: ConversationRecord,
     handler: ({ tenantId, params, services }) =>
       services.conversations.getConversation(tenantId, params.conversation_id),
   }),
@@ -367,7 +298,7 @@ export const conversationOperations = [
       'included (`hidden: true`), each agent message with its turn status, function calls and citations.',
     params: Type.Object({ conversation_id: Uuid }),
     query: ListQuery,
-    response: ListOf(Message),
+    response: ListOf(MessageRecord),
     handler: ({ tenantId, params, query, services }) =>
       services.conversations.listMessages(tenantId, params.conversation_id, query),
   }),
