@@ -8,7 +8,7 @@ import { type SelectQueryBuilder, sql } from 'kysely';
 import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
 import { isUuid } from '../../lib/ids.js';
 import { foreignCursor, type Page, toList } from '../pagination.js';
-import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
+import { JsonObject, Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 import type { CaseOutcome } from './evaluation.js';
 
 /** A test case's bounds (characters, counted as code points; steps), enforced on create and kept by import. */
@@ -17,10 +17,6 @@ export const TEST_CASE_LIMITS = { text: 4000, answer: 8000, steps: 20 } as const
 export const EXPECTED_TYPES: readonly SimulationExpectedType[] = ['answer', 'tool_call', 'handoff', 'no_answer'];
 
 const RUN_STATUSES: readonly SimulationRunStatus[] = ['queued', 'running', 'completed', 'failed'];
-
-/** An object of any properties. */
-export const JsonObject = (description: string) =>
-  Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description }));
 
 export const ExpectedType = StringEnum(
   EXPECTED_TYPES,
@@ -79,16 +75,20 @@ export const TestCaseRecord = Type.Object(
     expected_type: ExpectedType,
     expected_answer: Nullable(Type.String()),
     expected_tool_name: Nullable(Type.String()),
-    expected_tool_args: JsonObject('Arguments the tool call must include (a subset).'),
+    expected_tool_args: JsonObject({ description: 'Arguments the tool call must include (a subset).' }),
     expected_agent_id: Nullable(Uuid),
     expected_agent_name: Nullable(Type.String()),
     persona_id: Nullable(Uuid),
     persona_name: Nullable(Type.String()),
-    metadata: JsonObject('Free data; `source_conversation_id` on imported cases, `language` sets the turn language.'),
-    api_data_overrides: JsonObject('By tool name: the data an API-backed tool (a workflow) returns in this case.'),
-    tool_call_overrides: JsonObject(
-      'By tool name: what a tool call returns in this case; wins over api_data_overrides.',
-    ),
+    metadata: JsonObject({
+      description: 'Free data; `source_conversation_id` on imported cases, `language` sets the turn language.',
+    }),
+    api_data_overrides: JsonObject({
+      description: 'By tool name: the data an API-backed tool (a workflow) returns in this case.',
+    }),
+    tool_call_overrides: JsonObject({
+      description: 'By tool name: what a tool call returns in this case; wins over api_data_overrides.',
+    }),
     order: Type.Integer({ description: 'Play order within the dataset (ascending).' }),
     steps: Type.Array(TestCaseStep, { description: 'Later customer messages, sent one turn after another.' }),
     created_at: Timestamp,

@@ -4,11 +4,10 @@
 
 import { type Static, type TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '../../domain/errors.js';
-import { Deleted, ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
+import { Deleted, JsonObject, ListOf, ListQuery, Nullable, StringEnum, Timestamp, Uuid } from '../../domain/shapes.js';
 import {
   DatasetRecord,
   ExpectedType,
-  JsonObject,
   PersonaRecord,
   RunRecord,
   TEST_CASE_LIMITS,
@@ -21,7 +20,7 @@ import { defineOperation } from '../registry.js';
 const ToolCallDone = Type.Object({
   name: Type.String(),
   type: Type.String({ description: 'client (lent to the agent for the case) or workflow.' }),
-  arguments: JsonObject('The arguments the agent sent.'),
+  arguments: JsonObject({ description: 'The arguments the agent sent.' }),
   status: Type.String(),
   output: Type.Unknown(),
 });
