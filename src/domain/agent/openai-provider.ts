@@ -232,111 +232,122 @@ async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string
   if (data.length > 0) yield data.join('\n');
 }
 
-export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
-  const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-
-  async function call(request: StepRequest, signal: AbortSignal): Promise<StepResult> {
-    const names = toolNames(namesOf(request));
-    const tools = request.tools.map((tool) => ({
-      type: 'function' as const,
-      function: {
-        name: names.forModel.get(tool.name) ?? tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-      },
-    }));
-    const messages = chatMessages(request, names.forModel);
-    const response = await fetch(endpoint, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'text/event-stream, application/json',
-        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-      },
-      body: JSON.stringify({
-        model: options.model,
-        stream: true,
-        // Without it a streamed completion carries no `usage` (the trace's token counts).
-        stream_options: { include_usage: true },
-        messages,
-        ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
-      }),
-      signal,
-    });
-    if (!response.ok) {
-      const text = await response.text().catch(() => '');
-      throw new ProviderError(
-        'provider_error',
-        `The language model server answered ${response.status}: ${errorMessage(text)}`,
-      );
+/** What a completion said, as it arrives: its text (each piece told to the turn), tool calls and usage. */
+function completionReader(onDelta: (text: string) => void) {
+  const read = { text: '', usage: undefined as Usage | undefined };
+  const fragments = new Map<number, { name: string; arguments: string }>();
+  const take = (choice: Choice | undefined, streamed: boolean) => {
+    const part = streamed ? choice?.delta : choice?.message;
+    if (typeof part?.content === 'string' && part.content !== '') {
+      read.text += part.content;
+      onDelta(part.content);
     }
-
-    let text = '';
-    let usage: Usage | undefined;
-    const fragments = new Map<number, { name: string; arguments: string }>();
-    const take = (choice: Choice | undefined, streamed: boolean) => {
-      const part = streamed ? choice?.delta : choice?.message;
-      if (typeof part?.content === 'string' && part.content !== '') {
-        text += part.content;
-        request.onDelta(part.content);
-      }
-      for (const [position, fragment] of (part?.tool_calls ?? []).entries()) {
-        const index = fragment.index ?? position;
-        const current = fragments.get(index) ?? { name: '', arguments: '' };
-        current.name += fragment.function?.name ?? '';
-        current.arguments += fragment.function?.arguments ?? '';
-        fragments.set(index, current);
-      }
-    };
-
-    const type = response.headers.get('content-type') ?? '';
-    if (type.includes('text/event-stream') && response.body) {
-      for await (const data of sseData(response.body)) {
-        if (data.trim() === '[DONE]') break;
-        let chunk: { choices?: Choice[]; error?: unknown; usage?: Usage | null };
-        try {
-          chunk = JSON.parse(data);
-        } catch {
-          throw new ProviderError('provider_error', 'The language model server sent a stream chunk that is not JSON.');
-        }
-        if (chunk.error !== undefined) {
-          throw new ProviderError(
-            'provider_error',
-            `The language model server reported an error: ${errorMessage(JSON.stringify(chunk))}`,
-          );
-        }
-        if (chunk.usage) usage = chunk.usage;
-        take(chunk.choices?.[0], true);
-      }
-    } else {
-      // A server that ignores `stream: true` answers with one completion.
-      const body = (await response.json().catch(() => {
-        throw new ProviderError('provider_error', 'The language model server answered with a body that is not JSON.');
-      })) as { choices?: Choice[]; usage?: Usage | null };
-      if (body.usage) usage = body.usage;
-      take(body.choices?.[0], false);
+    for (const [position, fragment] of (part?.tool_calls ?? []).entries()) {
+      const index = fragment.index ?? position;
+      const current = fragments.get(index) ?? { name: '', arguments: '' };
+      current.name += fragment.function?.name ?? '';
+      current.arguments += fragment.function?.arguments ?? '';
+      fragments.set(index, current);
     }
-
-    const calls: ToolCall[] = [...fragments.entries()]
+  };
+  /** The tool calls in their order, each known by the tool's own name (the engine's, the API's). */
+  const calls = (fromModel: Map<string, string>): ToolCall[] =>
+    [...fragments.entries()]
       .sort(([a], [b]) => a - b)
       .filter(([, fragment]) => fragment.name !== '')
       .map(([, fragment]) => ({
         call_id: newCallId(),
-        // The engine, the stored call and the API know the tool by its own name.
-        name: names.fromModel.get(fragment.name) ?? fragment.name,
+        name: fromModel.get(fragment.name) ?? fragment.name,
         arguments: parseArguments(fragment.arguments),
       }));
-    const input_tokens = tokens(usage?.prompt_tokens);
-    const output_tokens = tokens(usage?.completion_tokens);
-    return {
-      text,
-      calls,
-      citations: citationsIn(text, request),
-      usage: { input_tokens, output_tokens, reported: input_tokens !== null && output_tokens !== null },
-      prompt: messages,
-    };
-  }
+  return { read, take, calls };
+}
 
+/** Reads the answer: a stream of chunks, or one completion from a server that ignores `stream: true`. */
+async function readCompletion(response: Response, reader: ReturnType<typeof completionReader>): Promise<void> {
+  const type = response.headers.get('content-type') ?? '';
+  if (type.includes('text/event-stream') && response.body) {
+    for await (const data of sseData(response.body)) {
+      if (data.trim() === '[DONE]') break;
+      let chunk: { choices?: Choice[]; error?: unknown; usage?: Usage | null };
+      try {
+        chunk = JSON.parse(data);
+      } catch {
+        throw new ProviderError('provider_error', 'The language model server sent a stream chunk that is not JSON.');
+      }
+      if (chunk.error !== undefined) {
+        throw new ProviderError(
+          'provider_error',
+          `The language model server reported an error: ${errorMessage(JSON.stringify(chunk))}`,
+        );
+      }
+      if (chunk.usage) reader.read.usage = chunk.usage;
+      reader.take(chunk.choices?.[0], true);
+    }
+    return;
+  }
+  const body = (await response.json().catch(() => {
+    throw new ProviderError('provider_error', 'The language model server answered with a body that is not JSON.');
+  })) as { choices?: Choice[]; usage?: Usage | null };
+  if (body.usage) reader.read.usage = body.usage;
+  reader.take(body.choices?.[0], false);
+}
+
+/** One chat completion for a step: the request in the model's terms, its answer in the engine's. */
+async function callModel(
+  options: OpenAiProviderOptions,
+  request: StepRequest,
+  signal: AbortSignal,
+): Promise<StepResult> {
+  const names = toolNames(namesOf(request));
+  const tools = request.tools.map((tool) => ({
+    type: 'function' as const,
+    function: {
+      name: names.forModel.get(tool.name) ?? tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+    },
+  }));
+  const messages = chatMessages(request, names.forModel);
+  const response = await fetch(`${options.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream, application/json',
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    },
+    body: JSON.stringify({
+      model: options.model,
+      stream: true,
+      // Without it a streamed completion carries no `usage` (the trace's token counts).
+      stream_options: { include_usage: true },
+      messages,
+      ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
+    }),
+    signal,
+  });
+  if (!response.ok) {
+    const text = await response.text().catch(() => '');
+    throw new ProviderError(
+      'provider_error',
+      `The language model server answered ${response.status}: ${errorMessage(text)}`,
+    );
+  }
+  const reader = completionReader(request.onDelta);
+  await readCompletion(response, reader);
+  const { text, usage } = reader.read;
+  const input_tokens = tokens(usage?.prompt_tokens);
+  const output_tokens = tokens(usage?.completion_tokens);
+  return {
+    text,
+    calls: reader.calls(names.fromModel),
+    citations: citationsIn(text, request),
+    usage: { input_tokens, output_tokens, reported: input_tokens !== null && output_tokens !== null },
+    prompt: messages,
+  };
+}
+
+export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
   return {
     name: 'openai',
     model: options.model,
@@ -344,7 +355,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): Provider {
       const timeout = AbortSignal.timeout(options.timeoutMs);
       const signal = AbortSignal.any([request.signal, timeout]);
       try {
-        return await call(request, signal);
+        return await callModel(options, request, signal);
       } catch (error) {
         if (error instanceof ProviderError) throw error;
         if (timeout.aborted) {
