@@ -1,7 +1,7 @@
 // The serving process: config → database → migrations → first-start seed → listen; and a
 // graceful stop on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the rest).
 
-import { buildApp } from './app.js';
+import { type App, buildApp } from './app.js';
 import type { Config } from './config.js';
 import { type Db, openDatabaseAtStart } from './db/client.js';
 import { migrateToLatest } from './db/migrate.js';
@@ -44,36 +44,23 @@ async function seedFirstStart(tenants: TenantService, db: Db, config: Config, em
   return lines;
 }
 
-export async function serve(config: Config): Promise<void> {
-  const progress = startProgress((text) => process.stderr.write(text), config.logLevel === 'silent');
-  // Before the database is opened and the app built: both look once whether tracing is on.
-  await startTracing();
-  const database = await openDatabaseAtStart({
-    url: config.databaseUrl,
-    dataDir: config.dataDir,
-    preparedStatements: config.databasePreparedStatements,
-    stage: progress.stage,
-  });
-  tuneHeapGrowth(database.kind);
-  await migrateToLatest(database.db, progress.stage);
-  progress.begin('Starting the server');
-  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
-
-  const { app, services, jobs, drain } = await buildApp({ config, db: database.db, redis });
-  const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
-  const sealed = await services.webhooks.sealStoredSecrets();
-  if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets sealed under SECRETS_KEY');
-
-  const sweeper = setInterval(() => {
-    sweepIdempotencyKeys(database.db).catch((error) => app.log.warn({ err: String(error) }, 'idempotency sweep'));
-  }, HOUR_MS);
-  sweeper.unref();
-
-  app.addHook('onClose', async () => {
-    clearInterval(sweeper);
-  });
-
-  // Signals are handled from before the first request can arrive, so a stop is always graceful.
+/**
+ * SIGTERM and SIGINT stop the server gracefully: readiness fails first, requests are still served
+ * for SHUTDOWN_DELAY_MS, then the app closes (jobs get their grace), and the process exits.
+ */
+function stopOnSignals({
+  app,
+  drain,
+  config,
+  redis,
+  database,
+}: {
+  app: App['app'];
+  drain: () => void;
+  config: Config;
+  redis: Awaited<ReturnType<typeof connectRedis>> | undefined;
+  database: Awaited<ReturnType<typeof openDatabaseAtStart>>;
+}): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -107,6 +94,56 @@ export async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/** The first start's secrets and where to begin, shown once. */
+function printFirstStart(seeded: string[], origin: string): void {
+  process.stdout.write(
+    [
+      '',
+      '  Workspace API is ready.',
+      ...seeded.map((line) => `  ${line}`),
+      '',
+      // The demo key exists only where the demo tenant was just seeded (an empty embedded database).
+      ...(seeded.includes('Demo tenant: demo') ? [`  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`] : []),
+      `  Docs: ${origin}/docs`,
+      `  API keys (workspace owners): ${origin}/admin/settings/integrations/api`,
+      '',
+    ].join('\n'),
+  );
+}
+
+export async function serve(config: Config): Promise<void> {
+  const progress = startProgress((text) => process.stderr.write(text), config.logLevel === 'silent');
+  // Before the database is opened and the app built: both look once whether tracing is on.
+  await startTracing();
+  const database = await openDatabaseAtStart({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    preparedStatements: config.databasePreparedStatements,
+    stage: progress.stage,
+  });
+  tuneHeapGrowth(database.kind);
+  await migrateToLatest(database.db, progress.stage);
+  progress.begin('Starting the server');
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
+
+  const { app, services, jobs, drain } = await buildApp({ config, db: database.db, redis });
+  const seeded = await seedFirstStart(services.tenants, database.db, config, database.kind === 'pglite');
+  const sealed = await services.webhooks.sealStoredSecrets();
+  if (sealed > 0) app.log.info({ endpoints: sealed }, 'webhook signing secrets sealed under SECRETS_KEY');
+
+  const sweeper = setInterval(() => {
+    sweepIdempotencyKeys(database.db).catch((error) => app.log.warn({ err: String(error) }, 'idempotency sweep'));
+  }, HOUR_MS);
+  sweeper.unref();
+
+  app.addHook('onClose', async () => {
+    clearInterval(sweeper);
+  });
+
+  // Signals are handled from before the first request can arrive, so a stop is always graceful.
+  stopOnSignals({ app, drain, config, redis, database });
 
   try {
     await app.listen({ port: config.port, host: config.host });
@@ -127,21 +164,5 @@ export async function serve(config: Config): Promise<void> {
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   progress.ready(origin);
-  if (seeded.length > 0) {
-    process.stdout.write(
-      [
-        '',
-        '  Workspace API is ready.',
-        ...seeded.map((line) => `  ${line}`),
-        '',
-        // The demo key exists only where the demo tenant was just seeded (an empty embedded database).
-        ...(seeded.includes('Demo tenant: demo')
-          ? [`  Try: curl -H 'X-API-Key: <demo key>' ${origin}/api/v1/apps`]
-          : []),
-        `  Docs: ${origin}/docs`,
-        `  API keys (workspace owners): ${origin}/admin/settings/integrations/api`,
-        '',
-      ].join('\n'),
-    );
-  }
+  if (seeded.length > 0) printFirstStart(seeded, origin);
 }
