@@ -6,10 +6,10 @@ import type { FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify
 import proxyAddr from 'proxy-addr';
 import type { Config } from '../config.js';
 import { BadRequestError, DomainError } from '../domain/errors.js';
-import { ownRequestLog } from '../observability/http.js';
 import { otherBodyLimits } from './body-limits.js';
 import { clientErrorHandler, errorAnswerer } from './errors.js';
 import { lazySerializers } from './lazy-compile.js';
+import { ownRequestLog } from './observability.js';
 import type { Limiter } from './rate-limit.js';
 
 export type ProxyTrust = false | ((address: string, hop: number) => boolean);
@@ -143,7 +143,7 @@ export function fastifyOptions({
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
-    // One line per request, with its operation, tenant and trace (src/observability/http.ts).
+    // One line per request, with its operation, tenant and trace (src/http/observability.ts).
     logController: ownRequestLog(),
     clientErrorHandler: clientErrorHandler(config.publicUrl),
     // Requests that arrive while the server closes (on a kept-alive connection) are answered

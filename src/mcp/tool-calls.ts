@@ -16,12 +16,12 @@ import type { DatabaseOutages } from '../db/outage.js';
 import { operationBodyLimits, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
 import { jsonProblem } from '../lib/json-body.js';
-import { observeToolCall } from '../observability/mcp.js';
 import type { AuthContext } from '../operations/context.js';
 import { DomainError, errorBody, summarize } from '../operations/errors.js';
 import { invoke } from '../operations/invoke.js';
 import type { Services } from '../operations/registry.js';
 import type { ExchangeTransport, ToolCall } from './exchange.js';
+import { observeToolCall } from './observability.js';
 import { bindArguments, type Tool, toolAllowed } from './tools.js';
 
 /** What an MCP server's handlers are given of the request they serve. */

@@ -11,9 +11,9 @@ import {
   LogController,
   type RouteHandlerMethod,
 } from 'fastify';
-import { hookList } from '../http/hooks.js';
-import { requestRecorder } from './metrics.js';
-import { requestsCarryContext, runInSpan, startSpan, tracingEnabled, withSpan } from './tracing.js';
+import { requestRecorder } from '../observability/metrics.js';
+import { requestsCarryContext, runInSpan, startSpan, tracingEnabled, withSpan } from '../observability/tracing.js';
+import { hookList } from './hooks.js';
 
 /** The operation label of a request to a path with no route (never the raw path). */
 export const UNMATCHED = 'unmatched';

@@ -7,11 +7,11 @@
 // public OpenAPI document: it is no part of the tenants' API (docs/operations.md documents it).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { publicOrigin } from '../http/errors.js';
 import { sameDigest, sha256Hex } from '../lib/ids.js';
+import { registry } from '../observability/metrics.js';
+import { watchJobQueue } from '../observability/scrape-gauges.js';
 import { errorBody } from '../operations/errors.js';
-import { registry } from './metrics.js';
-import { watchJobQueue } from './scrape-gauges.js';
+import { publicOrigin } from './errors.js';
 
 export const METRICS_PATH = '/metrics';
 /** Scrapes (and refused tries) one client address may make a minute. */

@@ -2,12 +2,11 @@
 // its operation id (transport `mcp`), in a span of its own; the slots this process holds are counted.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyRequest } from 'fastify';
-import type { ErrorCode } from '../domain/errors.js';
-import type { SlotPool } from '../mcp/slots.js';
-import { ERROR_CATALOGUE } from '../operations/errors.js';
-import { requestSpan } from './http.js';
-import { countMcpSlot, recordRefusal, requestRecorder } from './metrics.js';
-import { withSpan } from './tracing.js';
+import { requestSpan } from '../http/observability.js';
+import { countMcpSlot, recordRefusal, requestRecorder } from '../observability/metrics.js';
+import { withSpan } from '../observability/tracing.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../operations/errors.js';
+import type { SlotPool } from './slots.js';
 
 const recorders = new Map<string, (status: number, seconds: number) => void>();
 
