@@ -9,8 +9,7 @@
 import { chromium } from 'playwright-core';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
-import { migrateToLatest } from '../src/db/migrate.js';
+import { migrateToLatest, openDatabase } from '../src/db/index.js';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ROUNDS = Number(process.env.DOCS_TIMING_ROUNDS ?? 3);

@@ -12,8 +12,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/client.js';
-import { migrateToLatest } from '../src/db/migrate.js';
+import { migrateToLatest, openDatabase } from '../src/db/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const JSON_FILE = path.join(ROOT, 'client/openapi.json');

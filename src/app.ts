@@ -3,9 +3,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
-import type { Db } from './db/client.js';
-import { isDatabaseUnreachable } from './db/errors.js';
-import { type DatabaseOutages, reportDatabaseOutages } from './db/outage.js';
+import type { Db } from './db/index.js';
+import { type DatabaseOutages, isDatabaseUnreachable, reportDatabaseOutages } from './db/index.js';
 import { createOwnerService } from './domain/accounts/owners.js';
 import { EMBEDDING_LANE } from './domain/knowledge/embeddings/jobs.js';
 import { createServices, type Services } from './domain/services.js';

@@ -3,8 +3,7 @@
 
 import { type App, buildApp } from './app.js';
 import type { Config } from './config.js';
-import { type Db, openDatabaseAtStart } from './db/client.js';
-import { migrateToLatest } from './db/migrate.js';
+import { type Db, migrateToLatest, openDatabaseAtStart } from './db/index.js';
 import { createOwnerService } from './domain/accounts/owners.js';
 import { ALL_SCOPES } from './domain/accounts/scopes.js';
 import type { TenantService } from './domain/accounts/tenants.js';

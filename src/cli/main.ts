@@ -8,7 +8,7 @@ class CliError extends Error {}
 
 /** A database that cannot be opened or does not answer stops the command with one line, no stack. */
 async function sayingWhyTheDatabaseFailed<T>(action: string, run: () => Promise<T>): Promise<T> {
-  const { DatabaseStartError } = await import('../db/client.js');
+  const { DatabaseStartError } = await import('../db/index.js');
   try {
     return await run();
   } catch (error) {
@@ -38,8 +38,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'migrate') {
     const config = loadConfig();
-    const { openDatabaseAtStart } = await import('../db/client.js');
-    const { migrateToLatest } = await import('../db/migrate.js');
+    const { openDatabaseAtStart, migrateToLatest } = await import('../db/index.js');
     const database = await sayingWhyTheDatabaseFailed('migrate', () =>
       openDatabaseAtStart({
         url: config.databaseUrl,

@@ -1,8 +1,8 @@
 // The domain services, each built by its own factory from exactly what it uses.
 
 import type { Config } from '../config.js';
-import type { Db } from '../db/client.js';
-import { createHeavyQueries } from '../db/heavy-queries.js';
+import type { Db } from '../db/index.js';
+import { createHeavyQueries } from '../db/index.js';
 import type { JobQueue } from '../jobs/queue.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import { createTenantService } from './accounts/tenants.js';

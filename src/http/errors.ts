@@ -6,7 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages } from '../db/index.js';
 import { recordRefusal } from '../observability/metrics.js';
 import {
   ERROR_CATALOGUE,

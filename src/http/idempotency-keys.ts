@@ -1,7 +1,7 @@
 // An Idempotency-Key's record: how long it is kept, how long a running request holds it, what a
 // repeat must match to be given the stored answer, and what a sealed answer is bound to.
 import type { FastifyRequest } from 'fastify';
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import { sha256Hex } from '../lib/ids.js';
 import type { SecretBox } from '../lib/secret-box.js';
 

@@ -13,7 +13,7 @@
 // itself is (src/lib/secret-box.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import type { SecretBox } from '../lib/secret-box.js';
 import { hookList } from './hooks.js';
 import { IDEMPOTENCY_LEASE_SECONDS, IDEMPOTENCY_TTL_HOURS, type IdempotencyDeps } from './idempotency-keys.js';

@@ -3,9 +3,8 @@
 // start of `app.close()`, before any other preClose hook, while in-flight requests finish.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
-import { isDatabaseUnreachable } from '../db/errors.js';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages, Db } from '../db/index.js';
+import { isDatabaseUnreachable } from '../db/index.js';
 import { DomainError, summarize } from '../operations/errors.js';
 
 /** `Retry-After` of a request refused because this server is shutting down: another may answer. */

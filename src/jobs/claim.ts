@@ -1,6 +1,6 @@
 // Claiming: one statement marks the next due job `running` under a fresh lease and lock token.
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 import type { Claim } from './types.js';
 

@@ -1,7 +1,7 @@
 // Adding a job, inside the caller's transaction when given one; a dedupe key admits one
 // queued-or-running job per tenant, which a second request joins or asks a follow-up of.
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 import type { EnqueueInput } from './types.js';
 

@@ -1,8 +1,7 @@
 // Writes to a claimed job, each conditional on its lock token: a worker that lost its lease can
 // never overwrite what the new owner did.
 import { sql, type UpdateObject } from 'kysely';
-import type { Db } from '../db/client.js';
-import type { Database, JobStatus } from '../db/schema.js';
+import type { Database, Db, JobStatus } from '../db/index.js';
 import type { Claim } from './types.js';
 
 /** Writes to a claimed job only while this worker still holds its lease; false when it does not. */

@@ -1,8 +1,7 @@
 // The end of a run, written under the lease: success, a retry after an exponential backoff,
 // failure for good on the last attempt, or the job released to the queue when its worker stops.
 import { sql, type UpdateObject } from 'kysely';
-import type { Db } from '../db/client.js';
-import type { Database, JobStatus } from '../db/schema.js';
+import type { Database, Db, JobStatus } from '../db/index.js';
 import { describe } from './errors.js';
 import { updateHeld, updateHeldStatus } from './lease.js';
 import type { Claim } from './types.js';

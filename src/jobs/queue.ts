@@ -33,7 +33,7 @@
 // - A dedupe key admits one queued-or-running job. A request that finds the key's job running can
 //   join it, or ask for a follow-up (`followUp`): the running job's row is marked, and finishing it
 //   queues it again instead. Being the same row, the follow-up never runs alongside it.
-import { isDatabaseUnreachable } from '../db/errors.js';
+import { isDatabaseUnreachable } from '../db/index.js';
 import { claimDue } from './claim.js';
 import { type Enqueued, type Executor, enqueue } from './enqueue.js';
 import { describe } from './errors.js';

@@ -1,6 +1,6 @@
 // What the queue's parts share: its settings, the handlers registered, the lanes, and the jobs
 // this process runs.
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import type { Lane, LaneSlot } from './lanes.js';
 import type { JobHandler, JobKindOptions, JobLog } from './types.js';
 

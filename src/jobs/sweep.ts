@@ -1,6 +1,6 @@
 // Finished jobs are kept a week for inspection, then swept.
 import { sql } from 'kysely';
-import type { Db } from '../db/client.js';
+import type { Db } from '../db/index.js';
 import type { Schedule } from './schedules.js';
 
 const FINISHED_RETENTION_MS = 7 * 24 * 3_600_000;

@@ -1,6 +1,5 @@
 // What the job queue's users see: a job, its handler and context, the queue's options and lanes.
-import type { Db } from '../db/client.js';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages, Db } from '../db/index.js';
 
 export interface Job {
   id: string;

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages } from '../db/index.js';
 import { type Authenticator, isOwnHost } from '../http/auth.js';
 import { operationBodyLimits, shapeRefusal } from '../http/body-limits.js';
 import { publicOrigin } from '../http/errors.js';

@@ -5,7 +5,7 @@
 // queue's `tenantShare`: a tenant at its share waits while other tenants still get slots.
 // While Redis does not answer, the slots of this process stand in, so MCP keeps serving.
 import type { Redis } from 'ioredis';
-import { createFairSlots } from '../db/heavy-queries.js';
+import { createFairSlots } from '../db/index.js';
 import { newId } from '../lib/ids.js';
 
 export interface SlotPool {

@@ -12,7 +12,7 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages } from '../db/index.js';
 import { operationBodyLimits, valueRefusal } from '../http/body-limits.js';
 import { API_VERSION } from '../http/docs.js';
 import { jsonProblem } from '../lib/json-body.js';

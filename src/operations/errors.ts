@@ -3,14 +3,14 @@
 // type from the code's entry here, never from message text; and the one normalisation of a failure
 // (a domain refusal, a database's, or an unexpected one) into such an answer.
 import type { ErrorObject } from 'ajv';
+import type { DatabaseOutages } from '../db/index.js';
 import {
   isDatabaseUnreachable,
   isForeignKeyViolation,
   isInputRejected,
   isQueryCanceled,
   isUniqueViolation,
-} from '../db/errors.js';
-import type { DatabaseOutages } from '../db/outage.js';
+} from '../db/index.js';
 import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
 import type { Operation } from './registry.js';

@@ -2,7 +2,7 @@
 // token's binding, answering a page, and the signed-in owner.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import type { DatabaseOutages } from '../db/outage.js';
+import type { DatabaseOutages } from '../db/index.js';
 import type { OwnerService, OwnerSession } from '../domain/accounts/owners.js';
 import type { TenantService } from '../domain/accounts/tenants.js';
 import { type Authenticator, tenantFromHost } from '../http/auth.js';

@@ -1,6 +1,6 @@
 // Settings pages answer in HTML, errors included; a 429 keeps its Retry-After.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnreachable } from '../db/errors.js';
+import { isDatabaseUnreachable } from '../db/index.js';
 import { DomainError } from '../domain/errors.js';
 import { newId } from '../lib/ids.js';
 import { ERROR_CATALOGUE, summarize, UNAVAILABLE_RETRY_AFTER_S } from '../operations/errors.js';

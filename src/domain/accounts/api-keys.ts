@@ -1,6 +1,6 @@
 // A tenant's API keys. The secret is shown once, at creation, and stored only as its SHA-256
 // hash (DESIGN.md §3); a key is revoked for good, or locked and unlocked.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId, newSecret, sha256Hex } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';

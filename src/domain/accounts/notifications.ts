@@ -1,6 +1,6 @@
 // A staff user's notifications: each a mention in a task comment.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import { Nullable, Timestamp, Uuid } from '../shapes.js';

@@ -1,5 +1,5 @@
 // The operator tokens of the control plane, stored only as SHA-256 hashes.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId, newSecret, sha256Hex } from '../../lib/ids.js';
 
 /** Creates an operator token (control plane); the token is in this answer only. */

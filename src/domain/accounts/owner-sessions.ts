@@ -1,7 +1,7 @@
 // Owners' browser sessions: a random token that only the owner's cookie holds; the database keeps
 // its SHA-256 and an expiry.
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId, sha256Hex } from '../../lib/ids.js';
 
 export const SESSION_TTL_MS = 12 * 3_600_000;

@@ -2,8 +2,8 @@
 // owner in the admin settings under integrations, API"): their passwords (./passwords.ts) and
 // their browser sessions (./owner-sessions.ts).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';

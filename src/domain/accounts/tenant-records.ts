@@ -1,5 +1,5 @@
 // A tenant as the API answers it, and the lookup of one by its id.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 

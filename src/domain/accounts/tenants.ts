@@ -2,8 +2,8 @@
 // (./operator-tokens.ts). Secrets are shown once, at creation, and stored only as SHA-256 hashes
 // (DESIGN.md §3).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import { foreignCursor, type Page, toList } from '../pagination.js';

@@ -1,7 +1,7 @@
 // Staff users as the API answers them, with their permissions, and the reads every user change
 // makes: a user by id, a user locked for a change, the staff a record names.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';

@@ -1,6 +1,6 @@
 // Changes to staff users: the upsert by e-mail and the grant and removal of permissions, each in
 // a transaction with its webhook event.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { isUuid, newId } from '../../lib/ids.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { EmitEvent } from '../webhooks/events.js';

@@ -2,7 +2,7 @@
 // Users are matched by e-mail, case-insensitively. Roles and permissions come from a fixed
 // catalogue without Admin (./roles.ts); users are read in ./user-records.ts and changed in
 // ./user-writes.ts.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { Page } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import { listNotifications } from './notifications.js';

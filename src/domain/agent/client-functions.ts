@@ -3,7 +3,7 @@
 // turn itself waits for the results, posted to the function-results endpoint, for
 // CLIENT_FUNCTION_TIMEOUT_MS, holding one of its tenant's waiting places.
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from '../../db/index.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';
 import { holdsClaim } from './conversation-lease.js';

@@ -2,8 +2,7 @@
 // lease it renews while it runs, so a turn whose process died frees the conversation once the
 // lease lapses.
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { EngineContext, Runtime } from './turn-runtime.js';

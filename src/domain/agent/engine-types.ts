@@ -1,7 +1,6 @@
 // What the turn engine is given and what its callers send and get back (./engine.ts).
 import type { Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import type { AgentService } from '../conversations/agents.js';
 import type { ConversationService, MessageRecord } from '../conversations/conversations.js';
 import type { EmitEvent } from '../webhooks/events.js';

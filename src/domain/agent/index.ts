@@ -1,7 +1,7 @@
 // Wiring of the agent area: agents, conversations and the turn engine with its provider, built
 // from the configuration and the knowledge functions the engine is given (search, gaps).
 import { type Config, ConfigError } from '../../config.js';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { createAgentService } from '../conversations/agents.js';
 import { createConversationService } from '../conversations/conversations.js';
 import { createBuiltinProvider } from './builtin-provider.js';

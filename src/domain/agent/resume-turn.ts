@@ -1,7 +1,7 @@
 // A paused turn resumes once every call it waits for has a result: it claims its conversation
 // again, with the client functions and context sent now, uses the results, and goes on.
 import type { Transaction } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from '../../db/index.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { claim } from './conversation-lease.js';
 import type { ContinueInput, RunningTurn, TurnOptions } from './engine-types.js';

@@ -2,7 +2,7 @@
 // message and the agent's reply (IN_PROGRESS) written with the turn's state in one transaction,
 // and the turn launched. Every request error is thrown before anything runs.
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import type { AgentRow } from '../conversations/agents.js';
 import { DomainError, InvalidParametersError, MissingParameterError } from '../errors.js';

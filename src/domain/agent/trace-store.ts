@@ -3,7 +3,7 @@
 // a paused turn resumes, and `GET /messages/{id}/trace` reads it (docs/agent.md, "The trace of a
 // turn"). Every query names the tenant.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { isCustomerConversation, type MessageStatus } from '../conversations/conversations.js';
 import { NotFoundError } from '../errors.js';

@@ -6,7 +6,7 @@
 // The waiting turns are also watched here for results sent to another instance, or a conversation
 // a newer turn took: one query per tenant for all its waiting turns every `pollMs`, so a hundred
 // waiting turns cost about what one does (each polling on its own took two queries a turn).
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { DomainError } from '../errors.js';
 
 export interface TurnPlacesOptions {

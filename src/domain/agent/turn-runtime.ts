@@ -1,6 +1,6 @@
 // What the engine's modules share: the engine's parts (EngineContext), a turn's stored state, the
 // turn as it runs in this process (Runtime), and the failure that ends a turn with its own reason.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { AgentRow, AgentService } from '../conversations/agents.js';
 import type { ConversationService, MessageRecord } from '../conversations/conversations.js';
 import type { AgentEngineDeps, ClientFunctionsMode, TurnOptions } from './engine-types.js';

@@ -1,7 +1,7 @@
 // What a turn writes and reads back as it runs: its state and message, its trace, its calls and
 // their results, its handoffs, and its end. Every write of a turn locks its conversation first.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { release } from './conversation-lease.js';
 import { saveTrace } from './trace-store.js';

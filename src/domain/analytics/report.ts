@@ -11,7 +11,7 @@
 // answers, while the statement runs to its end in the database's thread (src/db/pglite-thread.ts).
 // It shares the heavy queries' slots with full-text searches: none free in time answers 503.
 import { type Static, Type } from '@sinclair/typebox';
-import type { HeavyQueries } from '../../db/heavy-queries.js';
+import type { HeavyQueries } from '../../db/index.js';
 import { DomainError } from '../errors.js';
 import { tooManyHeavyQueries } from '../knowledge/text-search.js';
 import { Nullable } from '../shapes.js';

@@ -5,7 +5,7 @@
 // count. The report's usage is its response schema, the type derived from it.
 import { type Static, Type } from '@sinclair/typebox';
 import { type RawBuilder, sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { Nullable, Uuid } from '../shapes.js';
 

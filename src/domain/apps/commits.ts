@@ -2,8 +2,7 @@
 // `content: null` deletes a path; content equal to what is stored is no change and is not listed.
 import { type Static, Type } from '@sinclair/typebox';
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { CommitFileChange, Database } from '../../db/schema.js';
+import type { CommitFileChange, Database, Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';

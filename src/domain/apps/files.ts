@@ -1,6 +1,6 @@
 // An app's current files, as its last commit to each path left them.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { type Page, toList } from '../pagination.js';
 import { Timestamp, Uuid } from '../shapes.js';

@@ -1,5 +1,5 @@
 // An app is addressed by its name, unique in its tenant.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { NotFoundError } from '../errors.js';
 
 /** The id of the app `name` names in this tenant, or `not_found`. */

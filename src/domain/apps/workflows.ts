@@ -2,8 +2,8 @@
 // is ever offered to the agent (spec: States, workflow enabled flag).
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { argumentsSchemaProblem } from '../../lib/json-schema.js';
 import { iso } from '../../lib/time.js';

@@ -2,8 +2,8 @@
 // The tenant's default agent, which answers messages sent without `agent_id`, is its oldest
 // agent; a tenant with none gets one named `Assistant` on its first message.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';

@@ -1,6 +1,6 @@
 // Conversations as clients read them: a customer's, never one a simulation case is playing.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';

@@ -2,7 +2,7 @@
 // The turn engine (src/domain/agent/engine.ts) writes them; this area owns their records
 // (./conversation-records.ts, ./messages.ts, ./feedback.ts), and the rule that tells a
 // customer's conversation from one a simulation case is playing (./customer-scope.ts).
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { Page } from '../pagination.js';
 import { type ConversationPage, findConversation, getConversation, listConversations } from './conversation-records.js';
 import { createFeedback, type NewFeedback } from './feedback.js';

@@ -1,6 +1,6 @@
 // Message feedback: a rating, and perhaps a comment, on one of the agent's messages.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';

@@ -1,6 +1,6 @@
 // Messages of conversations as clients read them, with the function calls each made.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';
 import { decodeIdCursor, type Page, toList } from '../pagination.js';

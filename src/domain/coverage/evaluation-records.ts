@@ -2,8 +2,7 @@
 // judged question, and the latest coverage of a workspace, as their response schemas with the
 // types derived from them; and the run's row as it is read.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
-import type { CoverageDomainResult, CoverageRunStatus } from '../../db/schema.js';
+import type { CoverageDomainResult, CoverageRunStatus, Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 

@@ -2,8 +2,7 @@
 // at a time, storing each batch's verdicts and the run's progress, then totals the run by domain.
 // A failed attempt keeps what it judged; the last one fails the run.
 import { type Insertable, sql, type Updateable } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { CoverageDomainResult, Database } from '../../db/schema.js';
+import type { CoverageDomainResult, Database, Db } from '../../db/index.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import type { Retrieval } from '../agent/engine.js';
 import { KnowledgeSearchFailure } from '../knowledge/text-search.js';

@@ -9,7 +9,7 @@
 // stored in batches, so progress is readable while the run goes and a retried job resumes after
 // the questions already judged. `GET /coverage` reads the latest completed run.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';

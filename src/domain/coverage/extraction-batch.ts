@@ -3,8 +3,7 @@
 // filed by domain and added, the run advanced, and the job of the next batch enqueued. The text
 // rules are in text.ts.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { CoverageRunStatus } from '../../db/schema.js';
+import type { CoverageRunStatus, Db } from '../../db/index.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { isCustomerConversation } from '../conversations/conversations.js';

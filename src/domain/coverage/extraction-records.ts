@@ -1,7 +1,7 @@
 // The record of a question-extraction run: its status and live progress, as its response schema
 // with the type derived from it, and as read from its row.
 import { type Static, Type } from '@sinclair/typebox';
-import type { CoverageRunStatus } from '../../db/schema.js';
+import type { CoverageRunStatus } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';
 

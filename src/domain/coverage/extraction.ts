@@ -10,8 +10,8 @@
 // finds the run moved past it (a retry of a batch that did commit) does nothing, so no batch is
 // done twice.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { ConflictError } from '../errors.js';

@@ -1,7 +1,7 @@
 // Knowledge coverage (DESIGN.md §7; docs/coverage-and-analytics.md): referentials and their
 // questions, evaluation runs over the agent's retrieval, and question extraction from
 // conversations. The two kinds of run register their job handlers on the queue they are given.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import type { RetrieveFn } from './evaluation-run.js';

@@ -4,7 +4,7 @@
 // already exists merges the two. The records are their response schemas, the types derived from them.
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { checkBulkItems, InvalidParametersError, ValidationError } from '../errors.js';

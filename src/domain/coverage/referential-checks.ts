@@ -1,7 +1,7 @@
 // The checks the coverage writes share: the referential named exists in the workspace (and can
 // be held while it is written), and a question or domain is not blank once its spacing is collapsed.
 import type { Kysely } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from '../../db/index.js';
 import { InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';
 
 /**

@@ -3,8 +3,8 @@
 // derived from it); their questions and domains are in questions.ts.
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError } from '../errors.js';

@@ -5,7 +5,7 @@
 // metadata row; it reaches SQL only through `sql.table`/`sql.id`, never from user input.
 // Isolation: the backing table has no `tenant_id` of its own: a table belongs to exactly one
 // source, and every statement reaches it only after looking the source up by tenant.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { SearchRunner } from '../knowledge/text-search.js';
 import type { Page } from '../pagination.js';
 import type { BatchRowInput, NewDataSource, RowInput, RowQuery } from './data-source-records.js';

@@ -2,7 +2,7 @@
 // and their types), and the stored rows they are made from.
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { DataFieldDeclaration } from '../../db/schema.js';
+import type { DataFieldDeclaration } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import type { Page } from '../pagination.js';
 import { Nullable, Timestamp, Uuid } from '../shapes.js';

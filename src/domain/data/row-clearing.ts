@@ -1,7 +1,7 @@
 // Emptying custom data sources: every row of one source (spec rule 7), or every row carrying a tag
 // in all the tenant's sources (a smart source's purge, spec rule 9).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { SourceLookup } from './source-lookup.js';
 
 /**

@@ -1,8 +1,8 @@
 // Reading the rows of a custom data source: one row by external id (the hottest statement of the
 // API, coalesced), and a page of rows, newest first or ranked by full-text search.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { type CoalesceOptions, coalescedStatements } from '../../db/coalesce.js';
+import type { Db } from '../../db/index.js';
+import { type CoalesceOptions, coalescedStatements } from '../../db/index.js';
 import { NotFoundError } from '../errors.js';
 import { type SearchRunner, searchQuery } from '../knowledge/text-search.js';
 import { decodeIdCursor, decodeRankCursor, rankCursor, toList } from '../pagination.js';

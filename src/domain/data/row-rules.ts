@@ -1,6 +1,6 @@
 // What a custom data source accepts: its declared fields, and rows checked against them (external
 // ids, data nesting and field types, text PostgreSQL can hold, tags) with their defaults filled.
-import type { DataFieldDeclaration } from '../../db/schema.js';
+import type { DataFieldDeclaration } from '../../db/index.js';
 import { startsWithCalendarDate } from '../../lib/time.js';
 import { MissingParameterError, ValidationError } from '../errors.js';
 import {

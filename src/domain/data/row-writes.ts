@@ -1,8 +1,7 @@
 // Writing the rows of a custom data source: one row or a batch of them, upserted by external id
 // in one statement, and a row deleted.
 import { type Kysely, sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { checkBulkItems, NotFoundError, ValidationError } from '../errors.js';
 import {

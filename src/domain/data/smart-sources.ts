@@ -4,7 +4,7 @@
 // When its data source is deleted the smart source remains (`data_source_id` becomes null):
 // ingesting then answers `conflict`, while purging still works on the remaining sources.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError } from '../errors.js';

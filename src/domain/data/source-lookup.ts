@@ -2,8 +2,7 @@
 // or slug (at most once a second per instance), and the work run on its table, looked up afresh
 // and tried once more when the table went away meanwhile.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { NotFoundError } from '../errors.js';
 import { SLUG_PATTERN, SOURCE_COLUMNS, type SourceRow } from './data-source-records.js';

@@ -2,9 +2,8 @@
 // transaction, within the workspace's limit), list, get, resolve, and delete (the row and the
 // table go together).
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { isUuid, newId } from '../../lib/ids.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';

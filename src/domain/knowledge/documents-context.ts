@@ -1,8 +1,7 @@
 // What every document operation works with: the database, the search runner, and the hook told of
 // documents whose passages changed, in the transaction that changed them.
 import type { Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import type { PassagesWritten } from './embeddings/index.js';
 import type { SearchRunner } from './text-search.js';
 

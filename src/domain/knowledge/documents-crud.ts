@@ -1,6 +1,6 @@
 // Documents one at a time and in bulk: create (standing alone or in a manual source), get, delete,
 // and delete several by id or by page.
-import { isUniqueViolation } from '../../db/errors.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import {
   ConflictError,

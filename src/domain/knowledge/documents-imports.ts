@@ -1,7 +1,7 @@
 // Text that comes into documents from elsewhere: an answer appended as a section, a website
 // crawl's pages written into their source, and a source's documents analysed again.
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../db/schema.js';
+import type { Database } from '../../db/index.js';
 import { characterCount } from '../../lib/text.js';
 import { InvalidParametersError } from '../errors.js';
 import type { DocumentContext } from './documents-context.js';

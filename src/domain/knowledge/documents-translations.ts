@@ -1,5 +1,5 @@
 // Translations of a document: one per language, the document's own language counting as taken.
-import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';

@@ -3,8 +3,7 @@
 // source (created through the API), or is a page of a `website` source (written by its sync,
 // `page_id` = the page's URL path). Translations: one per language (DESIGN.md §7).
 import type { Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import type { Page } from '../pagination.js';
 import { documentContext, type Executor } from './documents-context.js';
 import { bulkDelete, createDocument, deleteDocument, getDocument, insertDocument } from './documents-crud.js';

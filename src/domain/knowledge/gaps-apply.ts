@@ -1,8 +1,7 @@
 // Applying a knowledge update request: its proposed answer written into a document, and the
 // request marked applied, in one transaction.
 import { sql, type Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import { cutText } from '../../lib/text.js';
 import { MissingParameterError, NotFoundError, ValidationError } from '../errors.js';
 import type { DocumentService } from './documents.js';

@@ -1,7 +1,7 @@
 // Recording a knowledge gap: the question the agent could not answer becomes one more occurrence
 // of the open request for it, or a new `open` request.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { MissingParameterError } from '../errors.js';
 import type { EmitEvent } from '../webhooks/events.js';

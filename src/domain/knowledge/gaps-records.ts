@@ -1,8 +1,7 @@
 // The record of a knowledge update request (a knowledge gap), as its response schema with the
 // type derived from it; its row as read; and the refusal of a status change its state does not allow.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
-import type { KnowledgeUpdateRequestStatus } from '../../db/schema.js';
+import type { Db, KnowledgeUpdateRequestStatus } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { Nullable, Timestamp, Uuid } from '../shapes.js';

@@ -1,8 +1,7 @@
 // Review of a knowledge update request: approved or rejected while open, or closed as resolved.
 // A status change the request's state does not allow is a conflict.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { KnowledgeUpdateRequestStatus } from '../../db/schema.js';
+import type { Db, KnowledgeUpdateRequestStatus } from '../../db/index.js';
 import {
   GAP_COLUMNS,
   illegalTransition,

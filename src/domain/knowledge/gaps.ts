@@ -9,8 +9,7 @@
 // The same question asked again while an open request holds it (case and spacing aside) adds an
 // occurrence to that request instead of opening another. Recording is in gaps-recording.ts,
 // review and resolve in gaps-review.ts, apply in gaps-apply.ts.
-import type { Db } from '../../db/client.js';
-import type { KnowledgeUpdateRequestStatus } from '../../db/schema.js';
+import type { Db, KnowledgeUpdateRequestStatus } from '../../db/index.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import type { DocumentService } from './documents.js';

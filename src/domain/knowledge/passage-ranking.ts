@@ -21,7 +21,7 @@
 // PostgreSQL against 92 ms scoring 4,000, bench/README.md), with as many right first citations on
 // the tuning corpus (99 of 192 either way).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { FILLER_BY_CONFIG } from './question-words.js';
 
 /**

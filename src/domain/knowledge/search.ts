@@ -8,7 +8,7 @@
 // included, so a question about something else scores low. RELEVANT_RANK is calibrated on
 // questions the knowledge does not answer (bench/answers: at most 2 in 10 of them answered).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { type RankedPassage, rankPassages } from './passage-ranking.js';
 import { ALL_SEARCH_CONFIGS, normalizeLanguage } from './text-search.js';
 

@@ -1,6 +1,6 @@
 // Knowledge sources themselves: create, list, get (each with its document count), update, delete.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { MissingParameterError, NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';

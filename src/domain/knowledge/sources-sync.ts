@@ -2,8 +2,8 @@
 // (the connector, then its result written while the source still names what it read), recorded
 // as failed, and queued on schedule for auto-sync sources.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isForeignKeyViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isForeignKeyViolation } from '../../db/index.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import { OutboundRequestError } from '../../lib/ssrf.js';
 import { NotFoundError } from '../errors.js';

@@ -1,8 +1,7 @@
 // Languages and PostgreSQL text-search configurations. A passage is indexed with the
 // configuration of its language (stemming, stop words); queries are parsed with the same one.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { HeavyQueries } from '../../db/heavy-queries.js';
+import type { Db, HeavyQueries } from '../../db/index.js';
 import { DomainError, ValidationError } from '../errors.js';
 
 /** Primary language subtag → text-search configuration; any other language uses `simple`. */

@@ -2,7 +2,7 @@
 // the run's turn engine, with the case's overrides answering for the tools. What the agent did
 // over the whole case is gathered into its outcome, which the verdict judges (./evaluation.ts).
 
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { AgentEngine } from '../agent/engine.js';
 import { DomainError } from '../errors.js';
 import type { ClaimedCase } from './case-results.js';

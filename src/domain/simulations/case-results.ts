@@ -3,7 +3,7 @@
 // cut the case short. Each write after the claim holds only while the row is still `running`
 // under that attempt, so a worker that lost its lease never records a case twice.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { JudgeError } from '../../lib/judge-model.js';
 import { conversationTraces } from '../agent/trace-store.js';
 import { type CaseOutcome, evaluate, type Judge, type Verdict } from './evaluation.js';

@@ -3,8 +3,8 @@
 // filtered by tenant; ids naming nothing in the tenant are 404 in paths and 422
 // `invalid_parameters` in bodies (DESIGN.md §4).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, InvalidParametersError, NotFoundError, ValidationError } from '../errors.js';

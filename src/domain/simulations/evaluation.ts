@@ -16,7 +16,7 @@
 // - no_answer: the agent declined (the engine's "don't know" path; with a language model, the
 //   judge also recognises a declined answer).
 
-import type { SimulationExpectedType } from '../../db/schema.js';
+import type { SimulationExpectedType } from '../../db/index.js';
 import type { TraceRecord } from '../agent/trace-store.js';
 
 export const ANSWER_F1_THRESHOLD = 0.5;

@@ -10,8 +10,7 @@
 // Personal data in the imported text is replaced with placeholders unless `redact_pii` is false
 // (./pii.ts), and `metadata.source_conversation_id` traces the case back to the conversation.
 
-import type { Db } from '../../db/client.js';
-import type { SimulationExpectedType } from '../../db/schema.js';
+import type { Db, SimulationExpectedType } from '../../db/index.js';
 import { cutText } from '../../lib/text.js';
 import { UNKNOWN_ANSWER } from '../agent/builtin-provider.js';
 import { isCustomerConversation } from '../conversations/conversations.js';

@@ -9,7 +9,7 @@
 // which every read for clients leaves out (`isCustomerConversation`, ../conversations.ts).
 
 import type { Config } from '../../config.js';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { type AgentEngineDeps, createAgentEngine } from '../agent/engine.js';
 import { createProvider, traceOptions } from '../agent/index.js';

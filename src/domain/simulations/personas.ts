@@ -1,7 +1,7 @@
 // Simulation personas (docs/simulations.md): who asks a test case, a name unique in the workspace
 // and a description. Datasets and test cases refer to them.
-import type { Db } from '../../db/client.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, ValidationError } from '../errors.js';

@@ -5,7 +5,7 @@
 
 import { type Static, Type } from '@sinclair/typebox';
 import { type SelectQueryBuilder, sql } from 'kysely';
-import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/schema.js';
+import type { SimulationExpectedType, SimulationResultStatus, SimulationRunStatus } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { foreignCursor, type Page, toList } from '../pagination.js';
 import { JsonObject, Nullable, StringEnum, Timestamp, Uuid } from '../shapes.js';

@@ -1,7 +1,7 @@
 // How a run ends (see ./runs.ts): completed by its job, or failed (its agent gone, its job failed
 // for good). Every path goes through `settle`, which sends `simulation.run.completed` in the
 // transaction that ends the run, so the event is sent exactly once.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import { RUN_COLUMNS, toRunRecord } from './run-records.js';
 

@@ -1,7 +1,7 @@
 // Starting a run (see ./runs.ts): the agent it tests is chosen, and in one transaction the run is
 // created, its dataset's cases are snapshotted into `simulation_results` (one `pending` row per
 // case) and its job is enqueued.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import type { AgentService } from '../conversations/agents.js';

@@ -27,7 +27,7 @@
 // result row (claim, verdict, put-back), ./case-results.ts; how a run ends, ./run-settlement.ts;
 // reads, ./run-reads.ts. This module wires them for one queue.
 
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { Job, JobContext, JobQueue } from '../../jobs/queue.js';
 import type { AgentEngine } from '../agent/engine.js';
 import type { AgentService } from '../conversations/agents.js';

@@ -2,8 +2,7 @@
 // stored: a question and steps that are not blank, what its `expected_type` requires, references
 // to the tenant's own agents and personas, and override maps that name tools a case may answer for.
 
-import type { Db } from '../../db/client.js';
-import type { SimulationExpectedType } from '../../db/schema.js';
+import type { Db, SimulationExpectedType } from '../../db/index.js';
 import { HANDOFF_TOOL } from '../agent/engine.js';
 import { InvalidParametersError, MissingParameterError, ValidationError } from '../errors.js';
 import { tenantHas } from './datasets.js';

@@ -1,8 +1,7 @@
 // The test cases of a dataset (spec: simulation_test_case): added one at a time (by a client or
 // an import), listed in play order, deleted. A case's `order` defaults to after the last one.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { SimulationExpectedType } from '../../db/schema.js';
+import type { Db, SimulationExpectedType } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';

@@ -1,7 +1,7 @@
 // A task comment as the API answers it: its mentions in the order written, and its author, a
 // staff user or the API key that wrote it.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { findStaff, PersonSummary } from '../accounts/users.js';
 import { Nullable, Timestamp, Uuid } from '../shapes.js';

@@ -2,9 +2,8 @@
 // statement, which finds the task and the users each comment names, and writes a comment, its
 // mentions and the notifications of the users mentioned only when every one is found.
 import { CompiledQuery } from 'kysely';
-import type { Db } from '../../db/client.js';
-import { type CoalesceOptions, coalesce, type Outcome } from '../../db/coalesce.js';
-import { isDataRefusal } from '../../db/errors.js';
+import type { Db } from '../../db/index.js';
+import { type CoalesceOptions, coalesce, isDataRefusal, type Outcome } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import type { PersonSummary } from '../accounts/users.js';
 import { InvalidParametersError, NotFoundError } from '../errors.js';

@@ -1,6 +1,6 @@
 // A task's comments (spec: task comment, behaviour rule 3). A comment's mentions name staff users
 // of the tenant; each mentioned user is notified.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
 import type { EmitEvent } from '../webhooks/events.js';
 import { type Caller, type CommentRow, commentRecords, type TaskCommentRecord } from './comment-records.js';

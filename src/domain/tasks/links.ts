@@ -5,8 +5,7 @@
 // check-then-insert. A deleted link is kept and reads `deleted: true`; linking the target again
 // revives it.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
-import type { TaskLinksTable } from '../../db/schema.js';
+import type { Db, TaskLinksTable } from '../../db/index.js';
 import { isUuid, newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { isCustomerConversation } from '../conversations/conversations.js';

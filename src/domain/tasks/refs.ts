@@ -1,5 +1,5 @@
 // A task is addressed by its UUID or its per-tenant identifier `TASK-<n>`, on every route.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { NotFoundError } from '../errors.js';
 

@@ -3,7 +3,7 @@
 // no gap and no repeat however many creations race. A task is addressed by its UUID or its
 // identifier, on every route (./refs.ts); its comments are in ./comments.ts.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { findStaff, PersonSummary } from '../accounts/users.js';

@@ -1,5 +1,5 @@
 // The delivery log of an endpoint: listing, reading, and replaying a delivery.
-import type { WebhookDeliveryStatus } from '../../db/schema.js';
+import type { WebhookDeliveryStatus } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';

@@ -1,8 +1,7 @@
 // Recording an attempt: the delivery's new state and its consequence (done, a retry queued, given
 // up, the endpoint disabled after failing too long) written in one transaction.
 import type { Transaction } from 'kysely';
-import type { Db } from '../../db/client.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Db } from '../../db/index.js';
 import type { JobLog, JobQueue } from '../../jobs/queue.js';
 import type { Outcome } from './delivery-attempt.js';
 import { WEBHOOK_DELIVERY_JOB, WEBHOOK_JOB_MAX_ATTEMPTS } from './events.js';

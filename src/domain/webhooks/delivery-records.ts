@@ -1,7 +1,7 @@
 // A delivery of the log as the API shows it, the response schema the operations declare with the
 // record type derived from it: its status, attempts, last answer and next retry.
 import { type Static, Type } from '@sinclair/typebox';
-import type { WebhookDeliveryStatus } from '../../db/schema.js';
+import type { WebhookDeliveryStatus } from '../../db/index.js';
 import { iso } from '../../lib/time.js';
 import { Nullable, Timestamp, Uuid } from '../shapes.js';
 

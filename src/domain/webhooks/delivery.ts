@@ -14,7 +14,7 @@
 //   can be injected; the queue itself schedules on the database clock, so a retry's `runAt` is
 //   real time plus the delay.
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { Job, JobContext, JobLog, JobQueue } from '../../jobs/queue.js';
 import { createSecretBox, type SecretBox, SecretBoxError } from '../../lib/secret-box.js';
 import { observeWebhookAttempt } from '../../observability/webhooks.js';

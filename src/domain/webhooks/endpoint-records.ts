@@ -1,7 +1,7 @@
 // An endpoint as the API shows it, the response schema the operations declare with the record
 // type derived from it: never its secrets, and the end of a rotation's overlap only while it lasts.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { isUuid } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { NotFoundError } from '../errors.js';

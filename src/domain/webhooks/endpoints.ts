@@ -3,8 +3,7 @@
 // answers to create and rotate-secret only; a rotation keeps the old secret signing beside the
 // new one for 24 hours. URLs must be http(s) and resolve to public addresses unless
 // ALLOW_PRIVATE_TARGETS is set (checked here and again at each delivery, src/lib/ssrf.ts).
-import type { Db } from '../../db/client.js';
-import type { WebhookDeliveryStatus } from '../../db/schema.js';
+import type { Db, WebhookDeliveryStatus } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { isUuid, newId } from '../../lib/ids.js';
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.js';

@@ -11,7 +11,7 @@
 //
 // An event no endpoint subscribes to is not stored (nothing would read it).
 import { sql } from 'kysely';
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import type { JobQueue } from '../../jobs/queue.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_TYPES, type EventData, type EventType } from './event-types.js';

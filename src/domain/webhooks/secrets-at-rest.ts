@@ -1,4 +1,4 @@
-import type { Db } from '../../db/client.js';
+import type { Db } from '../../db/index.js';
 import { SEALED, type SecretBox } from '../../lib/secret-box.js';
 
 /**

@@ -2,7 +2,7 @@
 // EMBEDDINGS_MODEL; docs/knowledge.md, "Semantic retrieval"): the client, the job that embeds
 // passages, the hook documents call when they write passages, and the question's candidates.
 import type { Config } from '../../../config.js';
-import type { Db } from '../../../db/client.js';
+import type { Db } from '../../../db/index.js';
 import type { JobQueue } from '../../../jobs/queue.js';
 import { createEmbeddingsClient, type EmbeddingsClient, type EmbeddingsError } from './client.js';
 import { enqueueEmbedding, registerEmbeddingJob } from './jobs.js';

@@ -5,8 +5,8 @@
 // queue's backoff; a sweep queues again documents whose passages still lack vectors (knowledge
 // written before embeddings were configured, or whose jobs failed for good a day ago).
 import { sql } from 'kysely';
-import type { Db } from '../../../db/client.js';
-import { isForeignKeyViolation } from '../../../db/errors.js';
+import type { Db } from '../../../db/index.js';
+import { isForeignKeyViolation } from '../../../db/index.js';
 import type { JobLane, JobQueue } from '../../../jobs/queue.js';
 import { EMBEDDINGS_BATCH_SIZE, type EmbeddingsClient } from './client.js';
 

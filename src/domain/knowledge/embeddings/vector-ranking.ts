@@ -3,7 +3,7 @@
 // configured model compared. Passages without a vector (not embedded yet, or their job failed)
 // are simply not in this ranking; the lexical one still finds them.
 import { sql } from 'kysely';
-import type { Db } from '../../../db/client.js';
+import type { Db } from '../../../db/index.js';
 import type { EmbeddingsClient, EmbedOptions } from './client.js';
 import { EmbeddingsError } from './client.js';
 import { realArray } from './sql-vector.js';
