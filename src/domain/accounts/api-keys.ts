@@ -1,31 +1,43 @@
 // A tenant's API keys. The secret is shown once, at creation, and stored only as its SHA-256
 // hash (DESIGN.md §3); a key is revoked for good, or locked and unlocked.
+import { type Static, Type } from '@sinclair/typebox';
 import type { Db } from '../../db/index.js';
 import { newId, newSecret, sha256Hex } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { newestFirst, type Page, toList } from '../pagination.js';
+import { Nullable, Timestamp, Uuid } from '../shapes.js';
 import { isScope } from './scopes.js';
 import { getTenant } from './tenant-records.js';
 
 const KEY_PREFIX_LENGTH = 12;
 
-export type ApiKeyStatus = 'active' | 'expired' | 'locked' | 'revoked';
+const ApiKeyStatus = Type.Union([
+  Type.Literal('active'),
+  Type.Literal('expired'),
+  Type.Literal('locked'),
+  Type.Literal('revoked'),
+]);
+export type ApiKeyStatus = Static<typeof ApiKeyStatus>;
 
-export interface ApiKeyRecord {
-  id: string;
-  object: 'api_key';
-  tenant_id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  status: ApiKeyStatus;
-  expires_at: string | null;
-  last_used_at: string | null;
-  locked_at: string | null;
-  revoked_at: string | null;
-  created_at: string;
-}
+export const ApiKeyRecord = Type.Object(
+  {
+    id: Uuid,
+    object: Type.Literal('api_key'),
+    tenant_id: Type.String(),
+    name: Type.String(),
+    prefix: Type.String({ description: 'The first characters of the secret, to recognise it.' }),
+    scopes: Type.Array(Type.String()),
+    status: ApiKeyStatus,
+    expires_at: Nullable(Timestamp),
+    last_used_at: Nullable(Timestamp),
+    locked_at: Nullable(Timestamp),
+    revoked_at: Nullable(Timestamp),
+    created_at: Timestamp,
+  },
+  { title: 'ApiKey' },
+);
+export type ApiKeyRecord = Static<typeof ApiKeyRecord>;
 
 interface ApiKeyRow {
   id: string;

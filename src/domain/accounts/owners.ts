@@ -1,12 +1,14 @@
 // Workspace owners (spec: Authentication 5, "Keys and their scopes are managed by the workspace
 // owner in the admin settings under integrations, API"): their passwords (./passwords.ts) and
 // their browser sessions (./owner-sessions.ts).
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
 import { isUniqueViolation } from '../../db/index.js';
 import { newId } from '../../lib/ids.js';
 import { iso } from '../../lib/time.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { Timestamp, Uuid } from '../shapes.js';
 import { createSession, deleteSession, findSession, sweepExpiredSessions } from './owner-sessions.js';
 import { checkPassword, generatePassword, hashPassword, verifyPassword } from './passwords.js';
 
@@ -21,13 +23,12 @@ export {
 
 export const EMAIL_PATTERN = '^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$';
 
-export interface OwnerRecord {
-  id: string;
-  object: 'owner';
-  tenant_id: string;
-  email: string;
-  created_at: string;
-}
+// Workspace owners: they sign in to /admin/settings/integrations/api to manage keys.
+export const OwnerRecord = Type.Object(
+  { id: Uuid, object: Type.Literal('owner'), tenant_id: Type.String(), email: Type.String(), created_at: Timestamp },
+  { title: 'Owner' },
+);
+export type OwnerRecord = Static<typeof OwnerRecord>;
 
 export interface NewOwner {
   email: string;

@@ -2,47 +2,25 @@
 // under /admin/v1 with `Authorization: Bearer <operator token>` (ADMIN_TOKEN, or a token generated
 // at first start and stored as a hash). The `workspace` CLI calls these operations over HTTP.
 import { Type } from '@sinclair/typebox';
+import { ApiKeyRecord } from '../../domain/accounts/api-keys.js';
 import {
   checkOwnerInput,
   EMAIL_PATTERN,
+  OwnerRecord,
   PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
 } from '../../domain/accounts/owners.js';
 import { ALL_SCOPES } from '../../domain/accounts/scopes.js';
+import { TenantRecord } from '../../domain/accounts/tenant-records.js';
 import { TENANT_ID_PATTERN } from '../../domain/accounts/tenants.js';
 import { ListOf, ListQuery, Nullable, Timestamp, Uuid } from '../../domain/shapes.js';
 import { defineOperatorOperation } from '../registry.js';
 
-const Tenant = Type.Object(
-  { id: Type.String(), object: Type.Literal('tenant'), name: Type.String(), created_at: Timestamp },
-  { title: 'Tenant' },
-);
-
-const ApiKeyProperties = {
-  id: Uuid,
-  object: Type.Literal('api_key'),
-  tenant_id: Type.String(),
-  name: Type.String(),
-  prefix: Type.String({ description: 'The first characters of the secret, to recognise it.' }),
-  scopes: Type.Array(Type.String()),
-  status: Type.Union(['active', 'expired', 'locked', 'revoked'].map((s) => Type.Literal(s))),
-  expires_at: Nullable(Timestamp),
-  last_used_at: Nullable(Timestamp),
-  locked_at: Nullable(Timestamp),
-  revoked_at: Nullable(Timestamp),
-  created_at: Timestamp,
-};
-const ApiKey = Type.Object(ApiKeyProperties, { title: 'ApiKey' });
 const NewApiKey = Type.Object(
-  { ...ApiKeyProperties, secret: Type.String({ description: 'The key itself; shown in this answer only.' }) },
+  { ...ApiKeyRecord.properties, secret: Type.String({ description: 'The key itself; shown in this answer only.' }) },
   { title: 'NewApiKey' },
 );
 
-// Workspace owners: they sign in to /admin/settings/integrations/api to manage keys.
-const Owner = Type.Object(
-  { id: Uuid, object: Type.Literal('owner'), tenant_id: Type.String(), email: Type.String(), created_at: Timestamp },
-  { title: 'Owner' },
-);
 const OwnerInput = Type.Object(
   {
     email: Type.String({ pattern: EMAIL_PATTERN, maxLength: 254 }),
@@ -61,13 +39,13 @@ const OwnerPassword = Type.Optional(
 );
 const NewTenant = Type.Object(
   {
-    ...Tenant.properties,
-    owner: Type.Optional(Owner),
+    ...TenantRecord.properties,
+    owner: Type.Optional(OwnerRecord),
     owner_password: OwnerPassword,
   },
   { title: 'NewTenant' },
 );
-const NewOwner = Type.Object({ ...Owner.properties, password: OwnerPassword }, { title: 'NewOwner' });
+const NewOwner = Type.Object({ ...OwnerRecord.properties, password: OwnerPassword }, { title: 'NewOwner' });
 
 const TenantParams = Type.Object({ tenant_id: Type.String({ pattern: TENANT_ID_PATTERN }) });
 const KeyParams = Type.Object({ key_id: Uuid });
@@ -144,7 +122,7 @@ export const controlPlaneOperations = [
     summary: 'List tenants',
     description: 'Every tenant of this deployment, newest first, a page at a time (`limit`, `cursor`).',
     query: ListQuery,
-    response: ListOf(Tenant),
+    response: ListOf(TenantRecord),
     handler: ({ query, services }) => services.tenants.listTenants(query),
   }),
   defineOperatorOperation({
@@ -154,7 +132,7 @@ export const controlPlaneOperations = [
     summary: 'Get a tenant',
     description: 'One tenant by its id; an unknown id answers 404.',
     params: TenantParams,
-    response: Tenant,
+    response: TenantRecord,
     handler: ({ params, services }) => services.tenants.getTenant(params.tenant_id),
   }),
   defineOperatorOperation({
@@ -187,7 +165,7 @@ export const controlPlaneOperations = [
       'first characters, never the secret itself.',
     params: TenantParams,
     query: ListQuery,
-    response: ListOf(ApiKey),
+    response: ListOf(ApiKeyRecord),
     handler: ({ params, query, services }) => services.tenants.listApiKeys(params.tenant_id, query),
   }),
   defineOperatorOperation({
@@ -197,7 +175,7 @@ export const controlPlaneOperations = [
     summary: 'Get an API key',
     description: 'One API key by its id, of any tenant (without its secret); an unknown id answers 404.',
     params: KeyParams,
-    response: ApiKey,
+    response: ApiKeyRecord,
     handler: ({ params, services }) => services.tenants.getApiKey(params.key_id),
   }),
   ...(Object.keys(KEY_ACTIONS) as (keyof typeof KEY_ACTIONS)[]).map((action) =>
@@ -208,7 +186,7 @@ export const controlPlaneOperations = [
       summary: `${title(action)} an API key`,
       description: KEY_ACTIONS[action],
       params: KeyParams,
-      response: ApiKey,
+      response: ApiKeyRecord,
       errors: ['conflict'],
       handler: async ({ params, services, controlPlane }) => {
         const key = await services.tenants.changeApiKeyState(params.key_id, action);
