@@ -1,8 +1,8 @@
-// The REST adapter of the operation registry: each operation a Fastify route whose lifecycle runs the
-// pipeline's steps (src/operations/invoke.ts) at their places — the scope as the key is judged,
-// before the body is read (src/app.ts), each part validated as Fastify parses it, then the
-// handler — and whose errors the error handler answers (src/http/errors.ts). The control plane's
-// operations mount the same way, behind the operator token.
+// The REST adapter of the operation registry: each operation a Fastify route whose lifecycle runs
+// the pipeline's steps (src/operations/invoke.ts) at their places: the scope as the key is judged,
+// before the body is read (src/http/authentication.ts), each part validated as Fastify parses it,
+// then the handler; its errors are answered by the error handler (src/http/errors.ts). The
+// control plane's operations mount the same way, behind the operator token.
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { BadRequestError, ValidationError } from '../domain/errors.js';

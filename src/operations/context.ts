@@ -11,12 +11,12 @@ export interface AuthContext {
   scopes: string[];
 }
 
+/** Whether the key may call an operation that requires `required` (the tools a key may list). */
+export const mayCall = (auth: AuthContext, required: Scope): boolean => allows(auth.scopes, required);
+
 /** Refuses (403 `insufficient_scope`) a key that lacks `required`. */
 export function authorize(auth: AuthContext, required: Scope): void {
-  if (!allows(auth.scopes, required)) {
+  if (!mayCall(auth, required)) {
     throw new DomainError('insufficient_scope', `This API key lacks the scope '${required}'.`);
   }
 }
-
-/** Whether the key may call an operation that requires `required` (tools a key may list). */
-export const mayCall = (auth: AuthContext, required: Scope): boolean => allows(auth.scopes, required);

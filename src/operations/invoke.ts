@@ -3,7 +3,7 @@
 // handler, and the normalisation of a failure (src/operations/errors.ts). REST routes
 // (src/http/operation-routes.ts) run the steps at their places in an HTTP exchange — the scope
 // before the body is read, validation as Fastify parses each part — and MCP tools
-// (src/mcp/tools.ts) run them in one call, `invoke`.
+// (src/mcp/tool-calls.ts) run them in one call, `invoke`.
 import type { Services } from '../domain/services.js';
 import { type AuthContext, authorize } from './context.js';
 import { DomainError, type Failure, type FailureContext, failureOf, fromValidation } from './errors.js';
