@@ -15,7 +15,9 @@ import { DomainError, type ErrorCode, NotFoundError } from '../domain/errors.js'
 import { newId } from '../lib/ids.js';
 import type { Operation } from './registry.js';
 
+// The adapters throw and name errors from here, without reaching into the domain.
 export { DomainError, type ErrorCode } from '../domain/errors.js';
+
 export type ErrorType =
   | 'authentication_error'
   | 'permission_error'
