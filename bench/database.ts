@@ -12,14 +12,12 @@
 // (3), BENCH_VARIANTS and BENCH_SCENARIOS (comma-separated subsets).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
-import { autocannon, startFlags } from './support.js';
+import { api, autocannon, freePort, processCpuUs, startFlags, waitHealthy } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -56,49 +54,6 @@ interface Run {
   p99: number;
   cpuUs: number | null;
   errors: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitHealthy(url: string, child: ChildProcess) {
-  for (let i = 0; i < 1200; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      /* starting */
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not become healthy`);
-}
-
-/** User + system CPU microseconds of a process (all its threads) so far (Linux), null elsewhere. */
-function processCpuUs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return null;
-  }
-}
-
-async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await r.json()) as Record<string, unknown>;
-  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 /** A data directory, or a PostgreSQL schema, of the variant's own: its environment and its removal. */
@@ -145,7 +100,7 @@ async function startServer(variant: string): Promise<Server> {
     { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const base = `http://127.0.0.1:${port}`;
-  await waitHealthy(base, child);
+  await waitHealthy(base, child, 120_000);
   const auth = { 'x-api-key': await seed(base) };
   const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
   const rows = (request: (i: number) => Record<string, unknown>) => Array.from({ length: ROWS }, (_, i) => request(i));

@@ -8,37 +8,17 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
-import { autocannon, SERVER, startFlags } from './support.js';
+import { api, autocannon, freePort, SERVER, startFlags } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ATTACKERS = Number(process.env.BENCH_ATTACKERS ?? 4);
 const LARGE_BATCHES = Number(process.env.BENCH_LARGE_BATCHES ?? 20);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as Record<string, unknown>;
-}
 
 function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -14,7 +14,7 @@
 // BENCH_ROUNDS (3).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,7 +22,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { requestRecorder } from '../src/observability/metrics.js';
-import { autocannon, SERVER, startFlags } from './support.js';
+import { api, autocannon, freePort, processCpuUs, SERVER, startFlags, waitHealthy } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -61,49 +61,6 @@ async function startCollector() {
     exports: () => exports,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitHealthy(url: string, child: ChildProcess) {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      /* starting */
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not become healthy`);
-}
-
-/** User + system CPU microseconds of a process so far (Linux), null elsewhere. */
-function processCpuUs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return null;
-  }
-}
-
-async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await r.json()) as Record<string, unknown>;
-  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 interface Server {

@@ -30,7 +30,7 @@ import { ThreadSocket } from '../src/db/pglite-thread.js';
 import { prepareStatements } from '../src/db/prepared.js';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { coalescedPointQuery, createPointTable, POINT_SQL, pointQuery } from './point.js';
-import { autocannon, SERVER, startFlags } from './support.js';
+import { autocannon, freePort, processCpuUs, SERVER, startFlags, waitHealthy } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -67,29 +67,6 @@ const rowData = (i: number) => ({
   content: `Product number ${i}: a short description.`,
 });
 
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-async function waitHealthy(url: string, child: ChildProcess) {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not become healthy`);
-}
-
 function resetPeak(pid: number | undefined) {
   if (pid === undefined) return;
   try {
@@ -104,23 +81,6 @@ function peakRssMb(pid: number | undefined): number | null {
   try {
     const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Math.round(Number(match[1]) / 1024) : null;
-  } catch {
-    return null;
-  }
-}
-
-const TICK_US = 1e6 / 100; // /proc reports CPU time in clock ticks of 10 ms on Linux
-
-/**
- * User + system CPU time so far, in microseconds (null off Linux): of a process (all its threads),
- * or of its main thread alone, the one that runs its JavaScript.
- */
-function processCpuUs(pid: number | undefined, mainThreadOnly = false): number | null {
-  if (pid === undefined) return null;
-  try {
-    const file = mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
-    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
   } catch {
     return null;
   }

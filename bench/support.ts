@@ -1,8 +1,10 @@
 // What the in-process benchmarks share: a database of their own (a fresh schema on PostgreSQL,
 // dropped at the end; in-memory PGlite otherwise), migrated, and the app listening on 127.0.0.1.
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
@@ -68,3 +70,56 @@ export interface AutocannonResult {
 export const autocannon = createRequire(import.meta.url)('autocannon') as (
   options: Record<string, unknown>,
 ) => Promise<AutocannonResult>;
+
+/** A port free on 127.0.0.1 now, for a server process to listen on. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Waits until the server process `child` answers /healthz, up to `timeoutMs`. */
+export async function waitHealthy(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      /* starting */
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not become healthy`);
+}
+
+/** /proc reports CPU time in clock ticks of 10 ms on Linux. */
+const TICK_US = 1e6 / 100;
+
+/**
+ * User + system CPU time so far, in microseconds (null off Linux): of a process (all its threads),
+ * or of its main thread alone, the one that runs its JavaScript.
+ */
+export function processCpuUs(pid: number | undefined, mainThreadOnly = false): number | null {
+  if (pid === undefined) return null;
+  try {
+    const file = mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`;
+    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  } catch {
+    return null;
+  }
+}
+
+/** A JSON call to the API under test; anything but a 2xx stops the benchmark. */
+export async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
+  const r = await fetch(`${base}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as Record<string, unknown>;
+}
