@@ -135,7 +135,7 @@ async function registerRoutes(
     namespace: `${redisNamespace ?? config.redisKeyPrefix}rl:`,
   });
   registerHeaderAnswers(app, config.publicUrl);
-  registerMetricsEndpoint(app, { adminToken: config.adminToken, publicUrl: config.publicUrl, db });
+  registerMetricsEndpoint(app, { adminToken: config.adminToken, db });
   registerAuthentication(app, authenticator);
   registerIdempotency(app, db, secrets, logError);
 

@@ -68,6 +68,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The key may come as `Authorization: Bearer <key>` too (the MCP endpoint: many MCP clients send only that). */
     bearerKey?: boolean;
+    /** The route takes the operator's bearer token (the control plane, /metrics), not a key. */
+    operator?: boolean;
   }
 }
 
@@ -105,15 +107,15 @@ const REALM = 'workspace-api';
 /**
  * The `WWW-Authenticate` challenge of a 401 (RFC 9110 §11.6.1): how the route takes credentials.
  * The MCP endpoint (`bearerKey`) takes a bearer token (RFC 6750: `error="invalid_token"` for a key
- * refused, none for a key missing) and the X-API-Key header; the control plane (`/admin/`) its
- * operator's bearer token; the other routes the X-API-Key header, an `ApiKey` challenge that names
+ * refused, none for a key missing) and the X-API-Key header; the operator's routes (`operator`:
+ * the control plane, /metrics) its bearer token; the other routes the X-API-Key header, an `ApiKey` challenge that names
  * it (no registered scheme exists for a key in a header of its own).
  */
-export function authChallenge(route: { bearerKey?: boolean } | undefined, url: string, code: ErrorCode): string {
+export function authChallenge(route: { bearerKey?: boolean; operator?: boolean } | undefined, code: ErrorCode): string {
   const invalid = code === 'invalid_api_key' ? ', error="invalid_token"' : '';
   const apiKey = `ApiKey realm="${REALM}", header="X-API-Key"`;
   if (route?.bearerKey) return `Bearer realm="${REALM}"${invalid}, ${apiKey}`;
-  if (url.startsWith('/admin/')) return `Bearer realm="workspace-admin"${invalid}`;
+  if (route?.operator) return `Bearer realm="workspace-admin"${invalid}`;
   return apiKey;
 }
 
@@ -199,10 +201,17 @@ export function createAuthenticator({
 export type Authenticator = ReturnType<typeof createAuthenticator>;
 
 /**
- * The control plane's authentication: `Authorization: Bearer <operator token>`. With ADMIN_TOKEN
- * set it is the one token (a generated one, stored as a hash, no longer opens anything).
+ * The operator's authentication (the control plane, /metrics): `Authorization: Bearer <operator
+ * token>`, compared as digests in constant time. With ADMIN_TOKEN set it is the one token (a
+ * generated one, stored as a hash, no longer opens anything); without it, the stored ones are.
  */
-export function operatorCheck({ tenants, adminToken }: { tenants: TenantService; adminToken?: string | undefined }) {
+export function operatorCheck({
+  tenants,
+  adminToken,
+}: {
+  tenants?: Pick<TenantService, 'hasOperatorToken'>;
+  adminToken?: string | undefined;
+}) {
   const adminTokenHash = adminToken ? sha256Hex(adminToken) : undefined;
   return async (request: { headers: IncomingHttpHeaders }): Promise<void> => {
     const header = request.headers.authorization;
@@ -211,7 +220,7 @@ export function operatorCheck({ tenants, adminToken }: { tenants: TenantService;
       throw new DomainError('not_authenticated', 'No operator token: send `Authorization: Bearer <token>`.');
     }
     const hash = sha256Hex(match[1]);
-    if (adminTokenHash ? sameDigest(hash, adminTokenHash) : await tenants.hasOperatorToken(hash)) return;
+    if (adminTokenHash ? sameDigest(hash, adminTokenHash) : await tenants?.hasOperatorToken(hash)) return;
     throw new DomainError('invalid_api_key', 'The operator token is not valid.');
   };
 }

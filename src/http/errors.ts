@@ -95,8 +95,7 @@ function sender(publicUrl: string | undefined) {
     recordRefusal(code);
     const { retryAfterS } = ERROR_CATALOGUE[code];
     if (retryAfterS !== undefined && !reply.hasHeader('retry-after')) reply.header('retry-after', retryAfterS);
-    if (status === 401)
-      reply.header('www-authenticate', authChallenge(request.routeOptions?.config, request.url, code));
+    if (status === 401) reply.header('www-authenticate', authChallenge(request.routeOptions?.config, code));
     return reply.code(status).type('application/json; charset=utf-8').send(body);
   };
 }

@@ -134,6 +134,7 @@ export function mountControlPlane(
     const base = routeBase(op, bodyLimits, true);
     app.route({
       ...base,
+      config: { operator: true },
       onRequest: deps.operatorOnly,
       schema: {
         ...base.schema,
