@@ -31,7 +31,7 @@ export interface KnowledgePassage {
 export const RELEVANT_RANK = 0.079;
 
 /** Passages ranked before they are gathered by document: enough for `limit` documents. */
-const PASSAGES_PER_DOCUMENT = 8;
+export const PASSAGES_PER_DOCUMENT = 8;
 
 /**
  * A document's rank from its passages' scores, best first: its best passage, and half its second
@@ -43,6 +43,15 @@ export const documentRank = (scores: number[]): number =>
 
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
+
+/** A document found for a question: the passage quoted from it, and its rank (see the module header). */
+export interface RankedDocument {
+  passage: RankedPassage;
+  rank: number;
+}
+
+/** How many documents a search answers: `limit`, 5 unless given, within [1, 50]. */
+export const documentLimit = (limit: number | undefined): number => Math.min(Math.max(Math.trunc(limit ?? 5), 1), 50);
 
 /**
  * The best passage of each of the `limit` best documents for `query`, best first. With
@@ -56,20 +65,40 @@ export async function searchKnowledge(
   options: { language?: string; limit?: number } = {},
 ): Promise<KnowledgePassage[]> {
   if (query.trim() === '') return [];
-  const limit = Math.min(Math.max(Math.trunc(options.limit ?? 5), 1), 50);
+  const limit = documentLimit(options.limit);
   const ranked = await rankPassages(db, tenantId, query, { limit: limit * PASSAGES_PER_DOCUMENT });
-  const byDocument = new Map<string, RankedPassage[]>();
-  for (const passage of ranked) {
-    const held = byDocument.get(passage.document_id);
+  return quoteDocuments(db, tenantId, query, lexicalDocuments(ranked, limit), options.language);
+}
+
+/** Passages gathered by document, in the order the documents first appear, each list in its given order. */
+export function byDocument(passages: RankedPassage[]): Map<string, RankedPassage[]> {
+  const grouped = new Map<string, RankedPassage[]>();
+  for (const passage of passages) {
+    const held = grouped.get(passage.document_id);
     if (held) held.push(passage);
-    else byDocument.set(passage.document_id, [passage]);
+    else grouped.set(passage.document_id, [passage]);
   }
-  const best = [...byDocument.values()]
+  return grouped;
+}
+
+/** The `limit` best documents of lexically ranked passages, each quoted at its best passage. */
+export function lexicalDocuments(ranked: RankedPassage[], limit: number): RankedDocument[] {
+  return [...byDocument(ranked).values()]
     .map((passages) => ({ passage: passages[0] as RankedPassage, rank: documentRank(passages.map((p) => p.score)) }))
     .sort((a, b) => b.rank - a.rank)
     .slice(0, limit);
+}
+
+/** Each document as the agent reads it, in the given order: the quoted passage (translated if asked) and its rank. */
+export async function quoteDocuments(
+  db: Db,
+  tenantId: string,
+  query: string,
+  best: RankedDocument[],
+  language: string | undefined,
+): Promise<KnowledgePassage[]> {
   if (best.length === 0) return [];
-  const wanted = options.language ? normalizeLanguage(options.language) : null;
+  const wanted = language ? normalizeLanguage(language) : null;
   const quoted = await quotedPassages(
     db,
     tenantId,
