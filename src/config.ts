@@ -102,6 +102,11 @@ export interface Config {
   embeddingsModel: string | undefined;
   /** How long one call to the embeddings server may take (EMBEDDINGS_TIMEOUT_MS). */
   embeddingsTimeoutMs: number;
+  /**
+   * The cosine similarity at which a passage answers the question (EMBEDDINGS_MIN_SIMILARITY): it
+   * maps onto the relevance threshold of the lexical rank (src/domain/knowledge/fused-search.ts).
+   */
+  embeddingsMinSimilarity: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -122,6 +127,15 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got '${raw}'`);
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+/** A number strictly between 0 and 1. */
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const n = /^(0|1)?\.\d+$|^[01]$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(n > 0 && n < 1)) throw new ConfigError(`${name} must be a number between 0 and 1 (exclusive), got '${raw}'`);
   return n;
 }
 
@@ -314,6 +328,7 @@ export function loadConfig(env: Env = process.env): Config {
     embeddingsApiKey: str(env, 'EMBEDDINGS_API_KEY'),
     embeddingsModel,
     embeddingsTimeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 600_000),
+    embeddingsMinSimilarity: fraction(env, 'EMBEDDINGS_MIN_SIMILARITY', 0.5),
     logLevel: logLevel as Config['logLevel'],
   };
 }
