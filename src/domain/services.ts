@@ -17,6 +17,7 @@ import { createCustomDataSourceService } from './data/custom-data-sources.js';
 import { createSmartSourceService } from './data/smart-sources.js';
 import { createDocumentService } from './knowledge/documents.js';
 import { createSemanticRetrieval } from './knowledge/embeddings/index.js';
+import { fusedSearchKnowledge } from './knowledge/fused-search.js';
 import { createKnowledgeGapService } from './knowledge/gaps.js';
 import { RELEVANT_RANK, searchKnowledge } from './knowledge/search.js';
 import { createSourceService } from './knowledge/sources.js';
@@ -48,10 +49,25 @@ export function createServices({
   const search = searchRunner(heavy, config.searchTimeoutMs);
   // The agent's retrieval (each turn, simulation runs, coverage) within the same limits.
   const knowledgeLimit = knowledgeSearchLimit(config.searchTimeoutMs);
-  const boundedSearchKnowledge = (tenantId: string, query: string, options?: Parameters<typeof searchKnowledge>[3]) =>
-    heavy.run(tenantId, knowledgeLimit, (trx) => searchKnowledge(trx, tenantId, query, options));
-  // Semantic retrieval when an embeddings model is configured (src/domain/knowledge/embeddings/).
+  // Semantic retrieval when an embeddings model is configured (src/domain/knowledge/embeddings/):
+  // the question is embedded before a slot is taken (within the search's time), then ranked by
+  // fusion (src/domain/knowledge/fused-search.ts); without a vector, lexically.
   const semantic = createSemanticRetrieval({ db, jobs, config });
+  const boundedSearchKnowledge = async (
+    tenantId: string,
+    query: string,
+    options?: Parameters<typeof searchKnowledge>[3],
+  ) => {
+    const embedding = await semantic.embedQuestion(query, config.searchTimeoutMs);
+    return heavy.run(tenantId, knowledgeLimit, (trx) =>
+      embedding
+        ? fusedSearchKnowledge(trx, tenantId, query, embedding, {
+            ...options,
+            minSimilarity: config.embeddingsMinSimilarity,
+          })
+        : searchKnowledge(trx, tenantId, query, options),
+    );
+  };
   const documents = createDocumentService({ db, search, passagesWritten: semantic.passagesWritten });
   const customDataSources = createCustomDataSourceService({
     db,

@@ -1,5 +1,5 @@
 // Semantic retrieval: the embeddings client against a local OpenAI-compatible embeddings server
-// (a bag of words hashed into 64 dimensions), passages embedded by the job queue, vectors ranked
+// (test/support/embeddings-server.ts), passages embedded by the job queue, vectors ranked
 // by cosine similarity within a tenant and a model, and reciprocal rank fusion.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,121 +10,19 @@ import { createEmbeddingsClient, EmbeddingsError } from '../../src/domain/knowle
 import { fuseRanks } from '../../src/domain/knowledge/embeddings/fusion.js';
 import { EMBED_JOB, enqueueMissingEmbeddings } from '../../src/domain/knowledge/embeddings/jobs.js';
 import { semanticCandidates, vectorRankPassages } from '../../src/domain/knowledge/embeddings/vector-ranking.js';
+import { similarityRank } from '../../src/domain/knowledge/fused-search.js';
+import { RELEVANT_RANK } from '../../src/domain/knowledge/search.js';
 import { startTestApp, type TestApp } from '../helpers.js';
-
-const DIMENSIONS = 64;
-const MODEL = 'test-embed';
-
-/** A bag of words hashed into 64 dimensions (FNV-1a), normalised: texts sharing words are close. */
-function bagOfWords(text: string): number[] {
-  const vector = new Array<number>(DIMENSIONS).fill(0);
-  for (const word of text.toLowerCase().match(/\p{L}+/gu) ?? []) {
-    let hash = 0x811c9dc5;
-    for (const char of word) hash = Math.imul(hash ^ (char.codePointAt(0) ?? 0), 0x01000193) >>> 0;
-    vector[hash % DIMENSIONS] = (vector[hash % DIMENSIONS] ?? 0) + 1;
-  }
-  const norm = Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0)) || 1;
-  return vector.map((x) => x / norm);
-}
-
-function cosine(a: number[], b: number[]): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  a.forEach((x, i) => {
-    const y = b[i] ?? 0;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  });
-  return dot / Math.sqrt(na * nb);
-}
-
-interface Received {
-  path: string;
-  authorization: string | undefined;
-  model: string;
-  input: string[];
-}
-
-/**
- * How the server answers a request: `undefined` answers the embeddings; `hang` never; `hold` when
- * `release()` is called; otherwise this status and body.
- */
-type Behaviour = (
-  request: Received,
-) => { status: number; body: unknown; headers?: Record<string, string> } | 'hang' | 'hold' | undefined;
-
-async function embeddingsServer() {
-  const received: Received[] = [];
-  let behaviour: Behaviour = () => undefined;
-  let held: (() => void)[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => {
-      body += chunk;
-    });
-    req.on('end', () => {
-      const parsed = JSON.parse(body) as { model: string; input: string[] };
-      const request = {
-        path: req.url ?? '',
-        authorization: req.headers.authorization,
-        model: parsed.model,
-        input: parsed.input,
-      };
-      received.push(request);
-      const answer = behaviour(request);
-      const embeddings = () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            object: 'list',
-            model: parsed.model,
-            // In reverse: the client must order them by `index`.
-            data: parsed.input
-              .map((text, index) => ({ object: 'embedding', index, embedding: bagOfWords(text) }))
-              .reverse(),
-            usage: { prompt_tokens: 0, total_tokens: 0 },
-          }),
-        );
-      };
-      if (answer === 'hang') return;
-      if (answer === 'hold') {
-        held.push(embeddings);
-        return;
-      }
-      if (answer) {
-        res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-        res.end(JSON.stringify(answer.body));
-        return;
-      }
-      embeddings();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    received,
-    answer(next: Behaviour) {
-      behaviour = next;
-    },
-    /** Answers the held requests. */
-    release() {
-      for (const answer of held) answer();
-      held = [];
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-type EmbeddingsServer = Awaited<ReturnType<typeof embeddingsServer>>;
-
-const failing: Behaviour = () => ({ status: 500, body: { error: { message: 'model overloaded' } } });
+import {
+  type Behaviour,
+  bagOfWords,
+  cosine,
+  DIMENSIONS,
+  type EmbeddingsServer,
+  embeddingsServer,
+  failing,
+  MODEL,
+} from '../support/embeddings-server.js';
 
 describe('passages embedded by the job queue (EMBEDDINGS_* set)', () => {
   let server: EmbeddingsServer;
@@ -397,6 +295,16 @@ describe('without an embeddings model', () => {
     const config = loadConfig({ EMBEDDINGS_BASE_URL: 'http://127.0.0.1:1/v1', EMBEDDINGS_MODEL: 'm' });
     expect([config.embeddingsModel, config.embeddingsTimeoutMs]).toEqual(['m', 30_000]);
   });
+
+  it('EMBEDDINGS_MIN_SIMILARITY is a number between 0 and 1, 0.5 unless set', () => {
+    expect(loadConfig({}).embeddingsMinSimilarity).toBe(0.5);
+    expect(loadConfig({ EMBEDDINGS_MIN_SIMILARITY: '0.42' }).embeddingsMinSimilarity).toBe(0.42);
+    for (const bad of ['0', '1', '1.5', '-0.2', 'high', '0.5x']) {
+      expect(() => loadConfig({ EMBEDDINGS_MIN_SIMILARITY: bad })).toThrow(
+        /EMBEDDINGS_MIN_SIMILARITY must be a number between 0 and 1/,
+      );
+    }
+  });
 });
 
 describe('the embeddings client', () => {
@@ -484,6 +392,22 @@ describe('the embeddings client', () => {
     await expect(closed.embed(['hello'])).rejects.toMatchObject({ reason: 'unreachable' });
     server.answer(() => undefined);
     expect(await client().embed([])).toEqual([]);
+  });
+});
+
+describe('similarityRank (a similarity on the lexical rank scale)', () => {
+  it('maps EMBEDDINGS_MIN_SIMILARITY onto RELEVANT_RANK exactly, keeps the order, and stays in [0, 1)', () => {
+    for (const min of [0.2, 0.5, 0.83]) {
+      expect(similarityRank(min, min)).toBe(RELEVANT_RANK);
+      expect(similarityRank(min - 0.001, min)).toBeLessThan(RELEVANT_RANK);
+      expect(similarityRank(min + 0.001, min)).toBeGreaterThan(RELEVANT_RANK);
+      expect(similarityRank(0, min)).toBe(0);
+      expect(similarityRank(-0.4, min)).toBe(0);
+      expect(similarityRank(1, min)).toBeLessThan(1);
+      expect(similarityRank(1.000001, min)).toBeLessThan(1);
+    }
+    const ranks = [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1].map((s) => similarityRank(s, 0.5));
+    expect([...ranks].sort((a, b) => a - b)).toEqual(ranks);
   });
 });
 

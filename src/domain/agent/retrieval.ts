@@ -46,7 +46,11 @@ export async function findPassages(ctx: EngineContext, rt: Runtime): Promise<voi
   rt.state.passages = relevant(ctx, found);
 }
 
-/** Every passage the knowledge search found, best first. */
+/**
+ * Every passage the knowledge search found, best first in the search's own order: by rank when
+ * lexical, by fused order when embeddings are configured (a passage's rank then only says whether
+ * it answers, docs/knowledge.md "Semantic retrieval").
+ */
 async function search(
   ctx: EngineContext,
   tenantId: string,
@@ -54,8 +58,7 @@ async function search(
   language: string | null,
   limit = PASSAGE_LIMIT,
 ) {
-  const found = await ctx.deps.searchKnowledge(tenantId, question, { ...(language ? { language } : {}), limit });
-  return found.sort((a, b) => b.rank - a.rank);
+  return ctx.deps.searchKnowledge(tenantId, question, { ...(language ? { language } : {}), limit });
 }
 
 const relevant = (ctx: EngineContext, found: Passage[]) => found.filter((p) => p.rank >= ctx.minRank);

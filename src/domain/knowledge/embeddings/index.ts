@@ -6,7 +6,7 @@ import type { Db } from '../../../db/index.js';
 import type { JobQueue } from '../../../jobs/queue.js';
 import { createEmbeddingsClient, type EmbeddingsClient, type EmbeddingsError } from './client.js';
 import { enqueueEmbedding, registerEmbeddingJob } from './jobs.js';
-import { semanticCandidates } from './vector-ranking.js';
+import { type QuestionEmbedding, questionVector, semanticCandidates } from './vector-ranking.js';
 
 type EmbeddingsConfig = Pick<
   Config,
@@ -36,6 +36,11 @@ export interface SemanticRetrieval {
   passagesWritten: PassagesWritten | undefined;
   /** The passages closest to the question in meaning, best first; [] without embeddings. */
   candidates(tenantId: string, question: string, limit: number): Promise<string[]>;
+  /**
+   * The question's embedding for retrieval; undefined without embeddings, for a blank question,
+   * and when the server fails or takes longer than `timeoutMs` (retrieval is then lexical).
+   */
+  embedQuestion(question: string, timeoutMs: number): Promise<QuestionEmbedding | undefined>;
 }
 
 /** Registers the embedding job when embeddings are configured. */
@@ -58,5 +63,14 @@ export function createSemanticRetrieval(deps: {
         question,
         limit,
       ),
+    async embedQuestion(question, timeoutMs) {
+      if (!client) return undefined;
+      const signal = AbortSignal.timeout(timeoutMs);
+      const vector = await questionVector(
+        { embeddings: client, signal, ...(deps.onError ? { onError: deps.onError } : {}) },
+        question,
+      );
+      return vector ? { vector, model: client.model } : undefined;
+    },
   };
 }

@@ -8,6 +8,12 @@ import type { EmbeddingsClient, EmbedOptions } from './client.js';
 import { EmbeddingsError } from './client.js';
 import { realArray } from './sql-vector.js';
 
+/** A question's vector and the model that computed it (only that model's vectors compare with it). */
+export interface QuestionEmbedding {
+  vector: number[];
+  model: string;
+}
+
 export interface VectorRank {
   passage_id: string;
   /** Cosine similarity, in [-1, 1]. */
@@ -61,9 +67,27 @@ export interface SemanticDeps {
 }
 
 /**
+ * The question's vector for retrieval; undefined without an embeddings model, for a blank question,
+ * and when the embeddings server fails (a question is answered from the lexical ranking rather
+ * than not at all; it is not retried, so a turn does not wait on backoff).
+ */
+export async function questionVector(deps: Omit<SemanticDeps, 'db'>, question: string): Promise<number[] | undefined> {
+  if (!deps.embeddings) return undefined;
+  try {
+    return await embedQuestion(deps.embeddings, question, {
+      retries: 0,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof EmbeddingsError)) throw error;
+    deps.onError?.(error);
+    return undefined;
+  }
+}
+
+/**
  * The ids of the passages closest to the question in meaning, best first; [] when no embeddings
- * model is configured, and when the embeddings server fails (a question is answered from the
- * lexical ranking rather than not at all; it is not retried, so a turn does not wait on backoff).
+ * model is configured, and when the embeddings server fails (see questionVector).
  */
 export async function semanticCandidates(
   deps: SemanticDeps,
@@ -71,19 +95,8 @@ export async function semanticCandidates(
   question: string,
   limit: number,
 ): Promise<string[]> {
-  if (!deps.embeddings) return [];
-  let vector: number[] | undefined;
-  try {
-    vector = await embedQuestion(deps.embeddings, question, {
-      retries: 0,
-      ...(deps.signal ? { signal: deps.signal } : {}),
-    });
-  } catch (error) {
-    if (!(error instanceof EmbeddingsError)) throw error;
-    deps.onError?.(error);
-    return [];
-  }
-  if (!vector) return [];
+  const vector = await questionVector(deps, question);
+  if (!vector || !deps.embeddings) return [];
   const ranked = await vectorRankPassages(deps.db, tenantId, vector, limit, deps.embeddings.model);
   return ranked.map((row) => row.passage_id);
 }
