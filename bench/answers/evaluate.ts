@@ -4,8 +4,10 @@
 // that keeps the agent ahead of BM25.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sql } from 'kysely';
 import MiniSearch from 'minisearch';
 import type { DatabaseHandle } from '../../src/db/client.js';
+import { vectorRankPassages } from '../../src/domain/knowledge/embeddings/vector-ranking.js';
 import { searchKnowledge } from '../../src/domain/knowledge/search.js';
 import { startBenchApp } from '../support.js';
 
@@ -144,6 +146,49 @@ export async function offTopicRanks(
       ranks.push(found[0]?.rank ?? 0);
     }
     return ranks;
+  } finally {
+    await bench.app.close();
+  }
+}
+
+/** An off-topic question as the fused search judges it: its lexical rank and its closest passage's similarity. */
+export interface OffTopicScore {
+  rank: number;
+  similarity: number;
+}
+
+/**
+ * Each off-topic question's lexical rank and the cosine similarity of its closest passage, in a new
+ * workspace holding `documents` embedded by the model `env` configures (EMBEDDINGS_*): what
+ * EMBEDDINGS_MIN_SIMILARITY is calibrated on. The embedding jobs run to the end first.
+ */
+export async function offTopicSimilarities(
+  database: DatabaseHandle,
+  documents: CorpusDocument[],
+  set: QuestionSet,
+  language: string,
+  env: Record<string, string>,
+): Promise<OffTopicScore[]> {
+  const bench = await startBenchApp(database, env);
+  try {
+    const { tenantId } = await newWorkspace(bench, documents, language);
+    await bench.jobs.runUntilIdle();
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from knowledge_passages p
+        left join knowledge_passage_vectors v on v.passage_id = p.id and v.model = ${bench.config.embeddingsModel}
+       where p.tenant_id = ${tenantId} and v.passage_id is null`.execute(database.db);
+    if ((rows[0]?.n ?? 0) > 0) throw new Error(`${rows[0]?.n} passages were not embedded (see the jobs' last_error)`);
+    const scores: OffTopicScore[] = [];
+    for (const question of set.off_topic) {
+      const text = question.q[language];
+      if (!text) continue;
+      const embedding = await bench.services.semantic.embedQuestion(text, bench.config.embeddingsTimeoutMs);
+      if (!embedding) throw new Error(`the embeddings server did not embed the question '${text}'`);
+      const [closest] = await vectorRankPassages(database.db, tenantId, embedding.vector, 1, embedding.model);
+      const [found] = await searchKnowledge(database.db, tenantId, text, { language, limit: 1 });
+      scores.push({ rank: found?.rank ?? 0, similarity: closest?.similarity ?? 0 });
+    }
+    return scores;
   } finally {
     await bench.app.close();
   }
