@@ -8,20 +8,28 @@ const FILLER: Readonly<Record<string, string>> = {
     'how what which when where who why can could would should will shall may might must do does did done ' +
     'doing want wanted wants need needs like know tell show let get got make way ways possible please help ' +
     'there here thing things something anything someone anyone one ones just only also still really ' +
-    'able use using used go going try trying find out see sure instead many much',
+    'able use using used go going try trying find out see sure instead many much ' +
+    'now right currently moment whole entire all every other another certain some any own',
   french:
     'comment quoi quel quelle quels quelles quand où qui pourquoi est-ce peut peux pouvez pourrais pourrait ' +
     'puis voudrais voudrait veux voulez faut faire fait savoir sais sait dire montrer moyen façon possible ' +
     "plaît aide aider chose quelque seulement aussi encore vraiment utiliser trouver voir d'abord " +
-    'le la les un une des du de combien chaque a ai avez',
+    'le la les un une des du de combien chaque a ai avez ' +
+    'tout toute tous toutes ce cet cette ces mon ma mes son sa ses notre votre leur ' +
+    'maintenant actuellement moment suite certain certaine certains autre autres même',
   german:
     'wie was welche welcher welches wann wo wer warum kann kannst können könnte würde sollte muss möchte ' +
     'möchten will wollen brauche brauchen machen mache wissen weiß zeigen zeig lassen gibt geht möglich ' +
-    'bitte hilfe helfen etwas jemand nur auch noch wirklich benutzen verwenden finden sehen viel viele vielen',
+    'bitte hilfe helfen etwas jemand nur auch noch wirklich benutzen verwenden finden sehen viel viele vielen ' +
+    'braucht gibt ganz ganze ganzen alle allen allem alles darin gerade jetzt moment momentan derzeit ' +
+    'mein meine meinen meinem meiner dein deine sein seine unser unsere bestimmt bestimmte bestimmtes ' +
+    'andere anderen anderer anderes befindet',
   spanish:
     'cómo como qué cuál cuáles cuándo dónde quién por puedo puede pueden podría quiero quisiera querría ' +
     'necesito hacer hago saber sé decir mostrar muéstrame manera forma posible favor ayuda ayudar algo ' +
-    'alguien solo también todavía realmente usar utilizar encontrar ver cuánto cuánta cuántos cuántas cada vez',
+    'alguien solo también todavía realmente usar utilizar encontrar ver cuánto cuánta cuántos cuántas cada vez ' +
+    'todo toda todos todas este esta estos estas ese esa esos esas mi mis tu tus su sus nuestro ' +
+    'ahora momento actualmente cierto cierta ciertos otro otra otros otras mismo misma',
 };
 
 /** The filler words of the language of a text-search configuration, as one text to stem ('' if none). */
