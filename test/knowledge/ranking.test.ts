@@ -127,6 +127,26 @@ describe('ranking', () => {
     expect(await searchKnowledge(t.database.db, tenantId, 'What is the capital of Australia?')).toEqual([]);
   });
 
+  it('declines a question that shares a single word with a passage, however rare the word', async () => {
+    const { tenantId } = await t.tenant();
+    const doc = await t.services.documents.create(tenantId, {
+      title: 'Shipping labels',
+      content: 'Print the shipping label. Stick it flat: labels stick best on the largest side of the box.',
+    });
+    await t.services.documents.create(tenantId, {
+      title: 'Returns',
+      content: 'Returns are free within 30 days of delivery.',
+    });
+    const onTopic = await searchKnowledge(t.database.db, tenantId, 'Where do I stick the label on my box?');
+    expect(onTopic[0]).toMatchObject({ document_id: doc.id });
+    expect(onTopic[0]?.rank).toBeGreaterThanOrEqual(RELEVANT_RANK);
+    // "stick" is the rarest word the knowledge has, and the passage says it twice, but it is one
+    // word of the question's two, and the lighter: the threshold alone would answer.
+    const offTopic = await searchKnowledge(t.database.db, tenantId, 'Does cooked rice stick?');
+    expect(offTopic.map((p) => p.document_id)).toEqual([doc.id]);
+    expect(offTopic[0]?.rank).toBe(0);
+  });
+
   it('gives no weight to the numbers and addresses of a question the knowledge never mentions', async () => {
     const { tenantId } = await t.tenant();
     await t.services.documents.create(tenantId, {

@@ -19,6 +19,7 @@ import {
   documentRank,
   type KnowledgePassage,
   lexicalDocuments,
+  lexicalRank,
   PASSAGES_PER_DOCUMENT,
   quoteDocuments,
   type RankedDocument,
@@ -85,11 +86,11 @@ function fusedDocuments(
   const inFusedOrder = [...fused.keys()].flatMap((id) => passages.get(id) ?? []);
   return [...byDocument(inFusedOrder).entries()]
     .map(([documentId, held]) => {
-      const lexicalRank = documentRank((lexicalByDocument.get(documentId) ?? []).map((p) => p.score));
+      const lexical = lexicalRank(lexicalByDocument.get(documentId) ?? []);
       const closest = Math.max(...held.map((p) => similarity.get(p.passage_id) ?? -1));
       return {
         passage: held[0] as RankedPassage,
-        rank: Math.max(lexicalRank, similarityRank(closest, options.minSimilarity)),
+        rank: Math.max(lexical, similarityRank(closest, options.minSimilarity)),
         fused: documentRank(held.map((p) => fused.get(p.passage_id) ?? 0)),
       };
     })

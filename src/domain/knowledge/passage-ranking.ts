@@ -56,6 +56,10 @@ export interface RankedPassage {
   search_config: string;
   /** In [0, 1): the share of the question's information the passage holds. */
   score: number;
+  /** How many of the question's words the passage holds. */
+  matched: number;
+  /** In [0, 1]: the share of the question's weight (Σ idf) in the words it holds, however often. */
+  held: number;
 }
 
 /** Numbers and e-mail addresses, as the parser leaves them. */
@@ -146,7 +150,8 @@ async function scorePassages(db: Db, tenantId: string, reading: Reading, limit: 
   const query = (rare.length > 0 ? rare : known)
     .map((w) => `'${w.term.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`)
     .join(' | ');
-  const best = reading.words.reduce((sum, w) => sum + w.idf, 0) * (RANKING.k1 + 1);
+  const weight = reading.words.reduce((sum, w) => sum + w.idf, 0);
+  const best = weight * (RANKING.k1 + 1);
   const { k1, b, titleWeight, headingWeight } = RANKING;
   const result = await sql<RankedPassage>`
     with candidates as materialized (
@@ -167,7 +172,8 @@ async function scorePassages(db: Db, tenantId: string, reading: Reading, limit: 
     ),
     scored as (
       select f.id, sum(w.idf * f.tf * ${sql.lit(k1 + 1)}
-                       / (f.tf + ${sql.lit(k1)} * (1 - ${sql.lit(b)} + ${sql.lit(b)} * f.length / ${sql.lit(reading.averageLength)}))) as score
+                       / (f.tf + ${sql.lit(k1)} * (1 - ${sql.lit(b)} + ${sql.lit(b)} * f.length / ${sql.lit(reading.averageLength)}))) as score,
+             count(*) as matched, sum(w.idf) as held
       from frequencies f
       join unnest(${known.map((w) => w.term)}::text[], ${known.map((w) => w.idf)}::float8[]) as w(term, idf) on w.term = f.lexeme
       group by f.id
@@ -175,9 +181,15 @@ async function scorePassages(db: Db, tenantId: string, reading: Reading, limit: 
       limit ${limit}
     )
     select p.id::text as passage_id, p.document_id, p.translation_id, p.language, p.ordinal, p.heading, p.content,
-           p.search_config::text as search_config, s.score / ${sql.lit(best)} as score
+           p.search_config::text as search_config, s.score / ${sql.lit(best)} as score,
+           s.matched::int as matched, s.held / ${sql.lit(weight)} as held
     from scored s join knowledge_passages p on p.id = s.id
     order by s.score desc, p.id
   `.execute(db);
-  return result.rows.map((row) => ({ ...row, score: Number(row.score) }));
+  return result.rows.map((row) => ({
+    ...row,
+    score: Number(row.score),
+    matched: Number(row.matched),
+    held: Number(row.held),
+  }));
 }

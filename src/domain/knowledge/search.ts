@@ -41,6 +41,20 @@ export const PASSAGES_PER_DOCUMENT = 8;
 export const documentRank = (scores: number[]): number =>
   ((scores[0] ?? 0) + 0.5 * (scores[1] ?? 0) + 0.25 * (scores[2] ?? 0)) / 1.75;
 
+/**
+ * Whether a passage can answer the question at all: it holds two of its words, or half its weight
+ * (a question of one or two words, or one word that says nearly all of it). A passage that shares
+ * a single word with a longer question ("the population of Canada" and a page that counts its
+ * population of processes) is about something else, whatever the word's rarity. On the answer
+ * benchmark's tuning corpus this declines every off-topic question and keeps the right answers.
+ */
+export const canAnswer = (passage: Pick<RankedPassage, 'matched' | 'held'>): boolean =>
+  passage.matched >= 2 || passage.held >= 0.5;
+
+/** A document's lexical rank from its passages, best first: documentRank, or 0 when its best passage cannot answer. */
+export const lexicalRank = (passages: RankedPassage[]): number =>
+  passages[0] && canAnswer(passages[0]) ? documentRank(passages.map((p) => p.score)) : 0;
+
 const HEADLINE_OPTIONS =
   'StartSel="",StopSel="",MaxWords=40,MinWords=15,ShortWord=2,MaxFragments=2,FragmentDelimiter=" … "';
 
@@ -84,7 +98,7 @@ export function byDocument(passages: RankedPassage[]): Map<string, RankedPassage
 /** The `limit` best documents of lexically ranked passages, each quoted at its best passage. */
 export function lexicalDocuments(ranked: RankedPassage[], limit: number): RankedDocument[] {
   return [...byDocument(ranked).values()]
-    .map((passages) => ({ passage: passages[0] as RankedPassage, rank: documentRank(passages.map((p) => p.score)) }))
+    .map((passages) => ({ passage: passages[0] as RankedPassage, rank: lexicalRank(passages) }))
     .sort((a, b) => b.rank - a.rank)
     .slice(0, limit);
 }
