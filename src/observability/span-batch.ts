@@ -120,50 +120,78 @@ export class SpanBatch {
   }
 }
 
-/** The worker's side (plain JavaScript, for its source): `decode(data, table)` gives the batch's spans as fields. */
-export const DECODE_SOURCE = `
+/**
+ * The worker's side (plain JavaScript, for its source), which reads the batch straight into OTLP
+ * JSON (opentelemetry-proto's JSON mapping, as the SDK's serializer writes it): no span objects
+ * in between. `spansAsJson(data, table, nanos, room, put)` calls `put` with each span's JSON while
+ * `room()` says there is room, and skips the rest; `table` keeps the repeated strings already
+ * quoted (escaped once, not at each span), `nanos(ms)` turns a performance.now() time into Unix
+ * nanoseconds (a decimal string). `anyValue(value)` is OTLP's AnyValue of any attribute value.
+ */
+export const SPANS_JSON_SOURCE = `
 const BYTES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const hexWord = (w) => BYTES[w >>> 24] + BYTES[(w >>> 16) & 255] + BYTES[(w >>> 8) & 255] + BYTES[w & 255];
-function decode({ numbers, length, strings, added }, table) {
-  for (const text of added) table.push(text);
-  const text = (ref) => (ref < 0 ? strings[-ref - 1] : table[ref]);
+const anyValue = (value) =>
+  typeof value === 'string' ? { stringValue: value }
+  : typeof value === 'number' ? (Number.isInteger(value) ? { intValue: value } : { doubleValue: value })
+  : typeof value === 'boolean' ? { boolValue: value }
+  : Array.isArray(value) ? { arrayValue: { values: value.map(anyValue) } }
+  : value !== null && typeof value === 'object'
+    ? { kvlistValue: { values: Object.keys(value).map((key) => ({ key, value: anyValue(value[key]) })) } }
+  : {};
+/** The span's flags: W3C sampled, and whether its parent is remote is known (0x100) and true (0x200). */
+const LOCAL_FLAGS = ',"flags":257}';
+const REMOTE_FLAGS = ',"flags":769}';
+function spansAsJson({ numbers, length, strings, added }, table, nanos, room, put) {
+  for (const text of added) table.push(JSON.stringify(text));
+  const text = (ref) => (ref < 0 ? JSON.stringify(strings[-ref - 1]) : table[ref]);
+  const n = numbers;
   let at = 0;
   const attributes = () => {
-    const count = numbers[at++];
-    const found = {};
-    for (let i = 0; i < count; i++) {
-      const key = text(numbers[at++]);
-      const type = numbers[at++];
-      const value = numbers[at++];
-      found[key] = type === 0 ? text(value) : type === 3 ? value === 1 : type === 4 ? JSON.parse(text(value)) : value;
+    const count = n[at++];
+    let json = '';
+    for (let i = 0; i < count; i++, at += 3) {
+      const type = n[at + 1];
+      const v = n[at + 2];
+      json += (i === 0 ? '{"key":' : ',{"key":') + text(n[at]) + ',"value":' + (
+        type === 0 ? '{"stringValue":' + text(v) + '}}'
+        : type === 1 ? '{"intValue":' + v + '}}'
+        : type === 2 ? '{"doubleValue":' + (Number.isFinite(v) ? v : 'null') + '}}'
+        : type === 3 ? (v === 1 ? '{"boolValue":true}}' : '{"boolValue":false}}')
+        : JSON.stringify(anyValue(JSON.parse(strings[-v - 1]))) + '}');
     }
-    return found;
+    return json;
   };
-  const spans = [];
+  const skipAttributes = () => {
+    at += 1 + 3 * n[at];
+  };
   while (at < length) {
-    const n = numbers;
-    const span = {
-      traceId: hexWord(n[at]) + hexWord(n[at + 1]) + hexWord(n[at + 2]) + hexWord(n[at + 3]),
-      spanId: hexWord(n[at + 4]) + hexWord(n[at + 5]),
-      parentSpanId: n[at + 6] || n[at + 7] ? hexWord(n[at + 6]) + hexWord(n[at + 7]) : undefined,
-      remote: n[at + 8] === 1,
-      kind: n[at + 9],
-      name: text(n[at + 10]),
-      start: n[at + 11],
-      end: n[at + 12],
-      code: n[at + 13],
-      message: Number.isNaN(n[at + 14]) ? undefined : text(n[at + 14]),
-    };
+    const s = at;
     at += 15;
-    span.attributes = attributes();
-    span.events = [];
-    for (let events = numbers[at++]; events > 0; events--) {
-      const name = text(numbers[at++]);
-      const time = numbers[at++];
-      span.events.push({ name, time, attributes: attributes() });
+    if (!room()) {
+      skipAttributes();
+      for (let events = n[at++]; events > 0; events--) {
+        at += 2;
+        skipAttributes();
+      }
+      continue;
     }
-    spans.push(span);
+    const parent = n[s + 6] || n[s + 7] ? ',"parentSpanId":"' + hexWord(n[s + 6]) + hexWord(n[s + 7]) + '"' : '';
+    const message = Number.isNaN(n[s + 14]) ? '' : ',"message":' + text(n[s + 14]);
+    let json = '{"traceId":"' + hexWord(n[s]) + hexWord(n[s + 1]) + hexWord(n[s + 2]) + hexWord(n[s + 3]) +
+      '","spanId":"' + hexWord(n[s + 4]) + hexWord(n[s + 5]) + '"' + parent +
+      ',"name":' + text(n[s + 10]) + ',"kind":' + (n[s + 9] + 1) +
+      ',"startTimeUnixNano":"' + nanos(n[s + 11]) + '","endTimeUnixNano":"' + nanos(n[s + 12]) +
+      '","attributes":[' + attributes() + '],"droppedAttributesCount":0,"events":[';
+    for (let events = n[at++], first = true; events > 0; events--, first = false) {
+      const name = text(n[at++]);
+      const time = nanos(n[at++]);
+      json += (first ? '{"attributes":[' : ',{"attributes":[') + attributes() +
+        '],"name":' + name + ',"timeUnixNano":"' + time + '","droppedAttributesCount":0}';
+    }
+    json += '],"droppedEventsCount":0,"status":{"code":' + n[s + 13] + message +
+      '},"links":[],"droppedLinksCount":0' + (n[s + 8] === 1 ? REMOTE_FLAGS : LOCAL_FLAGS);
+    put(json);
   }
-  return spans;
 }
 `;

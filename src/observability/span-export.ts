@@ -1,51 +1,59 @@
-// Ended spans leave the process from a thread of their own: the request's thread only queues
-// them and hands them over in small batches, soon enough that they die young (a span kept across
-// garbage collections is copied, then promoted: that, not the span, would cost the most). The
-// thread turns them into OTLP JSON and sends them (the SDK's exporter, which reads the
-// OTEL_EXPORTER_OTLP_* variables itself), batched as the SDK's batch processor:
-// OTEL_BSP_SCHEDULE_DELAY (5 000 ms), OTEL_BSP_MAX_QUEUE_SIZE (2 048; more are dropped),
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
+// Ended spans leave the process from a thread of their own. The request's thread only packs each
+// span into a SpanBatch as it ends (the span object dies young) and hands the batch over once a
+// second or every 2 048 spans: each hand-over wakes the other thread, which costs far more on a
+// busy machine than the copy does. The thread writes them as OTLP JSON and sends them (the SDK's
+// OTLP/HTTP transport, which reads the OTEL_EXPORTER_OTLP_* variables itself), batched as the
+// SDK's batch processor: OTEL_BSP_SCHEDULE_DELAY (5 000 ms), OTEL_BSP_MAX_QUEUE_SIZE (2 048; more
+// are dropped), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
 import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { SpanSink } from './recorded-span.js';
-import { DECODE_SOURCE, SpanBatch } from './span-batch.js';
+import { SPANS_JSON_SOURCE, SpanBatch } from './span-batch.js';
 
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
-// string runs the same under both). Spans arrive as SpanBatch data (span-batch.ts).
+// string runs the same under both). Spans arrive as SpanBatch data and are queued as their OTLP
+// JSON (span-batch.ts); the resource and the scope are written once, around each request's spans.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-${DECODE_SOURCE}
-Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([{ OTLPTraceExporter }, resources]) => {
-  const exporter = new OTLPTraceExporter();
+${SPANS_JSON_SOURCE}
+const start = async () => {
+  const { createOtlpHttpExportDelegate, convertLegacyHttpOptions } = require(workerData.transport);
+  const resources = require(workerData.resources);
   const resource = resources
     .defaultResource()
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
     .merge(resources.resourceFromAttributes({ 'service.name': workerData.serviceName }));
-  const scope = { name: 'workspace-api' };
-  const hrTime = (ms) => {
+  await resource.waitForAsyncAttributes?.();
+  const attributes = Object.keys(resource.attributes).map((key) => ({ key, value: anyValue(resource.attributes[key]) }));
+  const head =
+    '{"resourceSpans":[{"resource":' + JSON.stringify({ attributes, droppedAttributesCount: 0 }) +
+    (resource.schemaUrl ? ',"schemaUrl":' + JSON.stringify(resource.schemaUrl) : '') +
+    ',"scopeSpans":[{"scope":{"name":"workspace-api"},"spans":[';
+  const tail = ']}]}]}';
+  // The SDK's OTLP/HTTP transport (the OTEL_EXPORTER_OTLP_* variables, retries, compression),
+  // given the request's body as written here.
+  const exporter = createOtlpHttpExportDelegate(
+    convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
+    {
+      serializeRequest: (request) => request.body,
+      deserializeResponse: (data) => {
+        try {
+          return data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
+        } catch {
+          return {};
+        }
+      },
+    },
+    'otlp_http_span_exporter',
+    { name: 'span', countItems: (request) => request.count },
+    undefined,
+  );
+  const nanos = (ms) => {
     const at = workerData.timeOrigin + ms;
     const seconds = Math.floor(at / 1000);
-    const nanos = Math.min(Math.round((at - seconds * 1000) * 1e6), 999999999);
-    return [seconds, nanos];
+    const rest = Math.min(Math.round((at - seconds * 1000) * 1e6), 999999999);
+    return seconds + String(rest).padStart(9, '0');
   };
-  const toSpan = ({ traceId, spanId, parentSpanId, remote, name, kind, start, end, attributes, code, message, events }) => ({
-    name,
-    kind,
-    spanContext: () => ({ traceId, spanId, traceFlags: 1 }),
-    parentSpanContext: parentSpanId ? { traceId, spanId: parentSpanId, traceFlags: 1, isRemote: remote } : undefined,
-    startTime: hrTime(start),
-    endTime: hrTime(end),
-    attributes,
-    droppedAttributesCount: 0,
-    events: events.map((e) => ({ name: e.name, attributes: e.attributes, time: hrTime(e.time) })),
-    droppedEventsCount: 0,
-    status: message ? { code, message } : { code },
-    links: [],
-    droppedLinksCount: 0,
-    resource,
-    instrumentationScope: scope,
-  });
   const { maxQueue, batchSize, delay } = workerData;
   const queue = [];
   const table = [];
@@ -56,29 +64,34 @@ Promise.all([import(workerData.exporter), import(workerData.resources)]).then(([
   };
   const send = () => {
     while (queue.length > 0) {
+      const spans = queue.splice(0, batchSize);
       sending++;
-      exporter.export(queue.splice(0, batchSize).map(toSpan), () => {
+      exporter.export({ body: Buffer.from(head + spans.join(',') + tail), count: spans.length }, () => {
         sending--;
         settled();
       });
     }
   };
+  const room = () => queue.length < maxQueue;
+  const put = (json) => {
+    if (queue.push(json) >= batchSize) send();
+  };
   setInterval(send, delay).unref();
   parentPort.on('message', (message) => {
-    if (message.spans) {
-      for (const span of decode(message.spans, table)) if (queue.length < maxQueue) queue.push(span);
-      if (queue.length >= batchSize) send();
-    }
+    if (message.spans) spansAsJson(message.spans, table, nanos, room, put);
     if (message.flush !== undefined) {
       send();
       waiting.push(() => parentPort.postMessage({ flushed: message.flush }));
       settled();
     }
-    // The exporter's kept-alive connections would hold the thread: it ends itself.
+    // The transport's kept-alive connections would hold the thread: it ends itself.
     if (message.stop) exporter.shutdown().finally(() => process.exit(0));
   });
-  parentPort.postMessage({ ready: true });
-}, (error) => parentPort.postMessage({ ready: false, error: String((error && error.stack) || error) }));
+};
+start().then(
+  () => parentPort.postMessage({ ready: true }),
+  (error) => parentPort.postMessage({ ready: false, error: String((error && error.stack) || error) }),
+);
 `;
 
 export interface SpanExport {
@@ -91,15 +104,20 @@ export interface SpanExport {
 }
 
 /** Spans handed to the thread at a time, and the longest a span waits to be. */
-const HAND_OVER = 64;
-const HAND_OVER_MS = 50;
+const HAND_OVER = 2048;
+const HAND_OVER_MS = 1000;
 
 const setting = (value: string | undefined, fallback: number) => {
   const n = Number(value);
   return value && Number.isFinite(n) && n > 0 ? n : fallback;
 };
 
-const moduleUrl = (name: string) => pathToFileURL(createRequire(import.meta.url).resolve(name)).href;
+const require = createRequire(import.meta.url);
+/** The SDK's OTLP/HTTP transport, as the trace exporter (which depends on it) finds it. */
+const transportPath = () =>
+  createRequire(require.resolve('@opentelemetry/exporter-trace-otlp-http')).resolve(
+    '@opentelemetry/otlp-exporter-base/node-http',
+  );
 
 /** The export thread, started, with `env` as its environment (the exporter's settings). */
 async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise<Worker> {
@@ -110,8 +128,8 @@ async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise
       maxQueue: setting(env.OTEL_BSP_MAX_QUEUE_SIZE, 2048),
       batchSize: setting(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512),
       delay: setting(env.OTEL_BSP_SCHEDULE_DELAY, 5000),
-      exporter: moduleUrl('@opentelemetry/exporter-trace-otlp-http'),
-      resources: moduleUrl('@opentelemetry/resources'),
+      transport: transportPath(),
+      resources: require.resolve('@opentelemetry/resources'),
       serviceName,
       timeOrigin: performance.timeOrigin,
     },
