@@ -16,7 +16,8 @@ const FILLER: Readonly<Record<string, string>> = {
     "plaît aide aider chose quelque seulement aussi encore vraiment utiliser trouver voir d'abord " +
     'le la les un une des du de combien chaque a ai avez ' +
     'tout toute tous toutes ce cet cette ces mon ma mes son sa ses notre votre leur ' +
-    'maintenant actuellement moment suite certain certaine certains autre autres même',
+    'maintenant actuellement moment suite certain certaine certains autre autres même ' +
+    'sans si vers devant pendant depuis après avant être avoir il ils elle elles on connais connaître',
   german:
     'wie was welche welcher welches wann wo wer warum kann kannst können könnte würde sollte muss möchte ' +
     'möchten will wollen brauche brauchen machen mache wissen weiß zeigen zeig lassen gibt geht möglich ' +
