@@ -147,6 +147,29 @@ describe('ranking', () => {
     expect(offTopic[0]?.rank).toBe(0);
   });
 
+  it('reads a German compound the knowledge never uses whole as the two words it does use', async () => {
+    const { tenantId } = await t.tenant();
+    const doc = await t.services.documents.create(tenantId, {
+      title: 'Netzwerk',
+      content: 'Die Protokolle des Netzwerks stehen in der Datei /etc/protocols.',
+      language: 'de',
+    });
+    await t.services.documents.create(tenantId, {
+      title: 'Drucker',
+      content: 'Der Drucker steht im Flur.',
+      language: 'de',
+    });
+    const [best] = await searchKnowledge(t.database.db, tenantId, 'Wo finde ich die Netzwerkprotokolle?', {
+      language: 'de',
+    });
+    expect(best).toMatchObject({ document_id: doc.id });
+    expect(best?.rank).toBeGreaterThanOrEqual(RELEVANT_RANK);
+    // Halves the knowledge does not hold are not cut out of a word: nothing is found.
+    expect(await searchKnowledge(t.database.db, tenantId, 'Wo ist die Kaffeemaschine?', { language: 'de' })).toEqual(
+      [],
+    );
+  });
+
   it('gives no weight to the numbers and addresses of a question the knowledge never mentions', async () => {
     const { tenantId } = await t.tenant();
     await t.services.documents.create(tenantId, {

@@ -22,6 +22,7 @@
 // the tuning corpus (99 of 192 either way).
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
+import { mayBeCompound, splitCompounds } from './compounds.js';
 import { FILLER_BY_CONFIG } from './question-words.js';
 
 /**
@@ -136,10 +137,34 @@ async function readQuestion(db: Db, tenantId: string, question: string) {
     // does a number of one or two digits anywhere ("3 days", "item 12"): only a longer one the
     // knowledge uses (an error code, a year, a model) is a word of the question.
     if ((df === 0 && INCIDENTAL.test(row.term)) || /^\+?\d{1,2}$/.test(row.term)) continue;
-    const n = Math.max(row.passages, RANKING.priorPassages);
-    reading.words.push({ term: row.term, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) });
+    // A hyphenated word is read whole and in its parts ("show-me": "show-me", "show", "me"); one
+    // the knowledge never uses whole would count its parts' weight twice, as a word unknown.
+    if (df === 0 && row.term.includes('-')) continue;
+    reading.words.push(weighed(reading, row.term, df));
   }
+  for (const reading of readings.values()) await readCompounds(db, tenantId, reading);
   return [...readings.values()];
+}
+
+/** A word of a reading with its weight: its rarity among the tenant's passages. */
+function weighed(reading: Reading, term: string, df: number): Word {
+  const n = Math.max(reading.passages, RANKING.priorPassages);
+  return { term, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
+}
+
+/** A reading's unknown compounds replaced by the two known words they join (src/domain/knowledge/compounds.ts). */
+async function readCompounds(db: Db, tenantId: string, reading: Reading): Promise<void> {
+  const compounds = reading.words.filter((w) => w.df === 0 && mayBeCompound(reading.config, w.term)).map((w) => w.term);
+  if (compounds.length === 0) return;
+  const split = await splitCompounds(db, tenantId, reading.config, compounds);
+  if (split.size === 0) return;
+  const words: Word[] = [];
+  for (const word of reading.words) {
+    const halves = split.get(word.term);
+    if (!halves) words.push(word);
+    else for (const half of halves) words.push(weighed(reading, half.term, half.df));
+  }
+  reading.words = words.filter((w, i) => words.findIndex((other) => other.term === w.term) === i);
 }
 
 /** One configuration's candidates scored by BM25F, best first. */
