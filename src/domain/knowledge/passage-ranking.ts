@@ -22,6 +22,7 @@
 // the tuning corpus (99 of 192 either way).
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
+import { CARD_PLACEHOLDER, EMAIL_PLACEHOLDER, PHONE_PLACEHOLDER } from '../simulations/pii.js';
 import { mayBeCompound, splitCompounds } from './compounds.js';
 import { FILLER_BY_CONFIG } from './question-words.js';
 
@@ -57,11 +58,20 @@ export interface RankedPassage {
   search_config: string;
   /** In [0, 1): the share of the question's information the passage holds. */
   score: number;
-  /** How many of the question's words the passage holds. */
+  /** How many words the question has (as this passage's language reads it), and how many the passage holds. */
+  words: number;
   matched: number;
   /** In [0, 1]: the share of the question's weight (Σ idf) in the words it holds, however often. */
   held: number;
 }
+
+/**
+ * A question replayed from a conversation (a simulation case imported from one) has its personal
+ * data replaced by placeholders; like the data itself (INCIDENTAL), they name no topic.
+ */
+const PLACEHOLDERS = [EMAIL_PLACEHOLDER, CARD_PLACEHOLDER, PHONE_PLACEHOLDER];
+const withoutPlaceholders = (question: string): string =>
+  PLACEHOLDERS.reduce((text, placeholder) => text.replaceAll(placeholder, ' '), question);
 
 /** Numbers and e-mail addresses, as the parser leaves them. */
 const INCIDENTAL = /^[+#]?[\d.,:/-]+$|@/;
@@ -93,7 +103,7 @@ export async function rankPassages(
   question: string,
   options: { limit: number },
 ): Promise<RankedPassage[]> {
-  const readings = await readQuestion(db, tenantId, question);
+  const readings = await readQuestion(db, tenantId, withoutPlaceholders(question));
   const ranked: RankedPassage[] = [];
   for (const reading of readings) ranked.push(...(await scorePassages(db, tenantId, reading, options.limit)));
   return ranked.sort((a, b) => b.score - a.score).slice(0, options.limit);
@@ -207,7 +217,7 @@ async function scorePassages(db: Db, tenantId: string, reading: Reading, limit: 
     )
     select p.id::text as passage_id, p.document_id, p.translation_id, p.language, p.ordinal, p.heading, p.content,
            p.search_config::text as search_config, s.score / ${sql.lit(best)} as score,
-           s.matched::int as matched, s.held / ${sql.lit(weight)} as held
+           ${sql.lit(reading.words.length)}::int as words, s.matched::int as matched, s.held / ${sql.lit(weight)} as held
     from scored s join knowledge_passages p on p.id = s.id
     order by s.score desc, p.id
   `.execute(db);

@@ -9,7 +9,7 @@ const FILLER: Readonly<Record<string, string>> = {
     'doing want wanted wants need needs like know tell show let get got make way ways possible please help ' +
     'there here thing things something anything someone anyone one ones just only also still really ' +
     'able use using used go going try trying find out see sure instead many much ' +
-    'now right currently moment whole entire all every other another certain some any own',
+    'now right currently moment whole entire all every other another certain some any own long take takes took',
   french:
     'comment quoi quel quelle quels quelles quand où qui pourquoi est-ce peut peux pouvez pourrais pourrait ' +
     'puis voudrais voudrait veux voulez faut faire fait savoir sais sait dire montrer moyen façon possible ' +
@@ -17,20 +17,21 @@ const FILLER: Readonly<Record<string, string>> = {
     'le la les un une des du de combien chaque a ai avez ' +
     'tout toute tous toutes ce cet cette ces mon ma mes son sa ses notre votre leur ' +
     'maintenant actuellement moment suite certain certaine certains autre autres même ' +
-    'sans si vers devant pendant depuis après avant être avoir il ils elle elles on connais connaître',
+    'sans si vers devant pendant depuis après avant être avoir il ils elle elles on connais connaître ' +
+    'temps prend prennent faut-il',
   german:
     'wie was welche welcher welches wann wo wer warum kann kannst können könnte würde sollte muss möchte ' +
     'möchten will wollen brauche brauchen machen mache wissen weiß zeigen zeig lassen gibt geht möglich ' +
     'bitte hilfe helfen etwas jemand nur auch noch wirklich benutzen verwenden finden sehen viel viele vielen ' +
     'braucht gibt ganz ganze ganzen alle allen allem alles darin gerade jetzt moment momentan derzeit ' +
     'mein meine meinen meinem meiner dein deine sein seine unser unsere bestimmt bestimmte bestimmtes ' +
-    'andere anderen anderer anderes befindet',
+    'andere anderen anderer anderes befindet lange dauert dauern',
   spanish:
     'cómo como qué cuál cuáles cuándo dónde quién por puedo puede pueden podría quiero quisiera querría ' +
     'necesito hacer hago saber sé decir mostrar muéstrame manera forma posible favor ayuda ayudar algo ' +
     'alguien solo también todavía realmente usar utilizar encontrar ver cuánto cuánta cuántos cuántas cada vez ' +
     'todo toda todos todas este esta estos estas ese esa esos esas mi mis tu tus su sus nuestro ' +
-    'ahora momento actualmente cierto cierta ciertos otro otra otros otras mismo misma',
+    'ahora momento actualmente cierto cierta ciertos otro otra otros otras mismo misma tiempo tarda tardan',
 };
 
 /** The filler words of the language of a text-search configuration, as one text to stem ('' if none). */
