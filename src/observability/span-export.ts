@@ -8,14 +8,15 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { SpanSink } from './recorded-span.js';
-import { SPANS_JSON_SOURCE, SpanBatch } from './span-batch.js';
+import { SpanBatch } from './span-batch.js';
+import { SPAN_JSON_SOURCE } from './span-json.js';
 
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
 // string runs the same under both). Spans arrive as SpanBatch data and are queued as their OTLP
 // JSON (span-batch.ts); the resource and the scope are written once, around each request's spans.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-${SPANS_JSON_SOURCE}
+${SPAN_JSON_SOURCE}
 const start = async () => {
   const { createOtlpHttpExportDelegate, convertLegacyHttpOptions } = require(workerData.transport);
   const resources = require(workerData.resources);
@@ -48,37 +49,29 @@ const start = async () => {
     { name: 'span', countItems: (request) => request.count },
     undefined,
   );
-  const nanos = (ms) => {
-    const at = workerData.timeOrigin + ms;
-    const seconds = Math.floor(at / 1000);
-    const rest = Math.min(Math.round((at - seconds * 1000) * 1e6), 999999999);
-    return seconds + String(rest).padStart(9, '0');
-  };
   const { maxQueue, batchSize, delay } = workerData;
-  const queue = [];
-  const table = [];
+  const writer = createSpanWriter(workerData.timeOrigin, head, tail);
   let sending = 0;
   const waiting = [];
   const settled = () => {
-    if (sending === 0 && queue.length === 0) for (const answer of waiting.splice(0)) answer();
+    if (sending === 0 && writer.count === 0) for (const answer of waiting.splice(0)) answer();
   };
   const send = () => {
-    while (queue.length > 0) {
-      const spans = queue.splice(0, batchSize);
-      sending++;
-      exporter.export({ body: Buffer.from(head + spans.join(',') + tail), count: spans.length }, () => {
-        sending--;
-        settled();
-      });
-    }
+    const request = writer.take();
+    if (request === undefined) return;
+    sending++;
+    exporter.export(request, () => {
+      sending--;
+      settled();
+    });
   };
-  const room = () => queue.length < maxQueue;
-  const put = (json) => {
-    if (queue.push(json) >= batchSize) send();
+  const hasRoom = () => writer.count < maxQueue;
+  const written = () => {
+    if (writer.count >= batchSize) send();
   };
   setInterval(send, delay).unref();
   parentPort.on('message', (message) => {
-    if (message.spans) spansAsJson(message.spans, table, nanos, room, put);
+    if (message.spans) writer.add(message.spans, hasRoom, written);
     if (message.flush !== undefined) {
       send();
       waiting.push(() => parentPort.postMessage({ flushed: message.flush }));
