@@ -109,12 +109,13 @@ async function passagesOf(
   const known = new Map(lexical.map((p) => [p.passage_id, p]));
   const missing = semantic.map((v) => v.passage_id).filter((id) => !known.has(id));
   if (missing.length === 0) return known;
-  const { rows } = await sql<Omit<RankedPassage, 'score'>>`
+  const { rows } = await sql<Omit<RankedPassage, 'score' | 'words' | 'matched' | 'held'>>`
     select p.id::text as passage_id, p.document_id, p.translation_id, p.language, p.ordinal, p.heading, p.content,
            p.search_config::text as search_config
       from knowledge_passages p
      where p.tenant_id = ${tenantId} and p.id = any(${missing}::bigint[])
   `.execute(db);
-  for (const row of rows) known.set(row.passage_id, { ...row, score: 0 });
+  // Found by meaning alone: no word of the question counted.
+  for (const row of rows) known.set(row.passage_id, { ...row, score: 0, words: 0, matched: 0, held: 0 });
   return known;
 }
