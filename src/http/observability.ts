@@ -138,18 +138,21 @@ function registerRequestSpans(app: FastifyInstance): void {
  * An operation's handler in a child span `operation <id>` of the request's. Where requests carry
  * the ambient context, the handler runs in it again (the body may have been read in another).
  */
-function tracedHandler(handler: RouteHandlerMethod, operationId: string | undefined): RouteHandlerMethod {
+function tracedHandler(
+  handler: RouteHandlerMethod,
+  operation: { id: string; tracesSteps?: boolean | undefined } | undefined,
+): RouteHandlerMethod {
   return function traced(this: FastifyInstance, request, reply) {
     const span = requestSpans.get(request)?.span;
     if (span === undefined) return handler.call(this, request, reply);
     const run = () =>
-      operationId === undefined
+      operation === undefined
         ? handler.call(this, request, reply)
         : withSpan(
-            `operation ${operationId}`,
-            { 'workspace.operation_id': operationId },
+            `operation ${operation.id}`,
+            { 'workspace.operation_id': operation.id },
             () => handler.call(this, request, reply),
-            { parent: span },
+            { parent: span, ambient: operation.tracesSteps === true },
           );
     return requestsCarryContext() ? runInSpan(span, run) : run();
   };
@@ -169,7 +172,7 @@ export function registerRequestObservability(app: FastifyInstance, { tracing }: 
       done();
     };
     route.onResponse = [...hookList(route.onResponse), observe];
-    if (tracing) route.handler = tracedHandler(route.handler, route.config?.operation?.id);
+    if (tracing) route.handler = tracedHandler(route.handler, route.config?.operation);
   });
   // A path with no route: its own fixed label, whatever the path.
   const unmatched = new Map<string, (status: number, seconds: number) => void>();

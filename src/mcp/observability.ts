@@ -22,12 +22,16 @@ function errorCode(result: CallToolResult): ErrorCode {
   return 'internal_error';
 }
 
-/** Runs a tool call (`run`) counted, timed and traced under `operationId`, its span a child of `request`'s. */
+/**
+ * Runs a tool call (`run`) counted, timed and traced under its operation's id, its span a child of
+ * `request`'s (and of its steps' spans, for an operation that traces them).
+ */
 export async function observeToolCall(
-  operationId: string,
+  operation: { id: string; tracesSteps?: boolean | undefined },
   run: () => Promise<CallToolResult>,
   request?: FastifyRequest,
 ): Promise<CallToolResult> {
+  const operationId = operation.id;
   let record = recorders.get(operationId);
   if (record === undefined) {
     record = requestRecorder(operationId, 'tools/call', 'mcp');
@@ -42,7 +46,7 @@ export async function observeToolCall(
         if (answer.isError) span?.setAttribute('workspace.error_code', errorCode(answer));
         return answer;
       }),
-    { parent: request && requestSpan(request) },
+    { parent: request && requestSpan(request), ambient: operation.tracesSteps === true },
   );
   let status = 200;
   if (result.isError) {

@@ -103,7 +103,7 @@ export function toolCaller(deps: ToolCallDeps) {
     const tool = deps.tools.get(call.name);
     return tool === undefined
       ? undefined
-      : observeToolCall(tool.operation.id, () => runTool(deps, tool, call.arguments, context), context.request);
+      : observeToolCall(tool.operation, () => runTool(deps, tool, call.arguments, context), context.request);
   };
 }
 

@@ -1,6 +1,6 @@
 // The database layer in the metrics and traces: the pool's clients counted at scrape time, and,
 // with tracing on when the database is opened, a client span per statement run where an ambient
-// span is kept (a job's run; every request with TRACE_DATABASE_STATEMENTS): its SQL text, which
+// span is kept (a job's run, an agent turn; every request with TRACE_DATABASE_STATEMENTS): its SQL text, which
 // holds placeholders, never the values. Off, the dialect is Kysely's own, untouched.
 import { SpanKind } from '@opentelemetry/api';
 import type { CompiledQuery, DatabaseConnection, Dialect, Driver } from 'kysely';

@@ -6,7 +6,7 @@
 // On, a span's parent is passed to it (a request's span is found from the request), not looked up
 // in an ambient context: Node 20 carries an ambient context across `await`s only with a promise
 // hook, which slows every promise of the process. That context is kept only where no handle can
-// be passed: inside job runs (only while one runs), and for every request when
+// be passed: inside job runs and agent turns (only while one runs), and for every request when
 // TRACE_DATABASE_STATEMENTS asks for a span per SQL statement.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import {
@@ -41,7 +41,7 @@ let spanExport: SpanExport | undefined;
 
 /** The span whose work is running, where the ambient context is kept (see above). */
 const ambient = new AsyncLocalStorage<Span>();
-/** Job runs in progress: the ambient context is on while there is one (or statements are traced). */
+/** Job runs (and operations with traced steps) in progress: the ambient context is on while there is one (or statements are traced). */
 let ambientRuns = 0;
 
 export function tracingEnabled(): boolean {
@@ -92,8 +92,11 @@ export function runInSpan<T>(span: Span, fn: () => T): T {
   return ambient.run(span, fn);
 }
 
-/** Runs a job's `fn` in the ambient context, turned off again once no job runs (and statements are not traced). */
-function runJob<T>(span: Span, fn: () => T): T {
+/**
+ * Runs `fn` in the ambient context (a job's run, or an operation whose steps start spans deep
+ * inside it), turned off again once none runs (and statements are not traced).
+ */
+function runAmbient<T>(span: Span, fn: () => T): T {
   if (statements) return ambient.run(span, fn);
   ambientRuns++;
   const release = () => {
@@ -161,13 +164,15 @@ function settle<T>(span: Span, fn: (span?: Span) => T): T {
  * `parent`: the span's parent; without it, the ambient span (inside a job run, or a request when
  * statements are traced); with neither, no span is made (it could not nest).
  * `root`: the span starts a trace of its own (a job's run, whatever request queued it), and its
- * work runs in the ambient context. Inside a trace the sampler left out, no span is made.
+ * work runs in the ambient context. `ambient`: its work runs in the ambient context, so spans
+ * started deep inside it (an agent turn's search and provider calls) find it as their parent.
+ * Inside a trace the sampler left out, no span is made.
  */
 export function withSpan<T>(
   name: string,
   attributes: SpanAttributes,
   fn: (span?: Span) => T,
-  options: { root?: boolean; kind?: SpanKind; parent?: Span | undefined } = {},
+  options: { root?: boolean; ambient?: boolean; kind?: SpanKind; parent?: Span | undefined } = {},
 ): T {
   if (source === undefined) return fn();
   const { root = false, kind = SpanKind.INTERNAL } = options;
@@ -179,7 +184,7 @@ export function withSpan<T>(
   }
   const span = source.start(name, attributes, kind, parent);
   if (span === undefined) return fn();
-  if (root) return runJob(span, () => settle(span, fn));
+  if (root || options.ambient) return runAmbient(span, () => settle(span, fn));
   if (statements || (inherited && parent !== undefined)) return ambient.run(span, () => settle(span, fn));
   return settle(span, fn);
 }

@@ -93,6 +93,8 @@ export interface OperationSpec<P extends TObject, Q extends TObject, B extends T
    * streams it): what its events are, for the document's `text/event-stream` content.
    */
   eventStream?: string;
+  /** Runs an agent turn: its steps (knowledge search, provider calls) are traced as children of the operation's span. */
+  tracesSteps?: boolean;
   handler: (
     ctx: OperationContext<Static<P>, Static<Q>, Static<B>>,
   ) => Promise<Static<R> | WithStatus<Static<R>> | typeof STREAMED>;
@@ -119,6 +121,8 @@ export interface Operation {
   secretAnswer?: boolean;
   largeBody?: boolean;
   eventStream?: string;
+  /** Runs an agent turn: its steps (knowledge search, provider calls) are traced as children of the operation's span. */
+  tracesSteps?: boolean;
   handler: (ctx: OperationContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
 
@@ -171,12 +175,15 @@ export interface OperatorContext<P, Q, B> {
 
 /** An operation of the control plane (/admin/v1): authenticated by the operator token, not a key. */
 export interface OperatorOperationSpec<P extends TObject, Q extends TObject, B extends TSchema, R extends TSchema>
-  extends Omit<OperationSpec<P, Q, B, R>, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer'> {
+  extends Omit<
+    OperationSpec<P, Q, B, R>,
+    'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer' | 'tracesSteps'
+  > {
   handler: (ctx: OperatorContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
 export interface OperatorOperation
-  extends Omit<Operation, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer'> {
+  extends Omit<Operation, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer' | 'tracesSteps'> {
   handler: (ctx: OperatorContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
 

@@ -185,6 +185,54 @@ describe('tracing', () => {
     expect(tool?.parentSpanId).toBe(server.spanId);
   });
 
+  it("an agent turn's knowledge search, provider call and statements are spans under its operation's, over REST and MCP", async () => {
+    await t.call({
+      method: 'POST',
+      url: '/api/v1/documents',
+      key,
+      body: { title: 'Refund policy', content: 'Refunds are paid back to your card within 14 days.' },
+    });
+    const rest = `trace-${randomBytes(4).toString('hex')}`;
+    const sent = await t.call({
+      method: 'POST',
+      url: '/api/v1/messages',
+      key,
+      headers: { 'x-request-id': rest },
+      body: { content: 'When are refunds paid back?' },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    const viaRest = await traceOf(rest);
+    const operation = viaRest.spans.find((span) => span.name === 'operation sendMessage') as OtlpSpan;
+    expect(operation.parentSpanId).toBe(viaRest.server.spanId);
+    for (const name of ['knowledge.search', 'agent.provider_call']) {
+      const step = viaRest.spans.find((span) => span.name === name);
+      expect(step && descends(step, operation, viaRest.spans), name).toBe(true);
+    }
+
+    const mcp = `trace-${randomBytes(4).toString('hex')}`;
+    const called = await t.call({
+      method: 'POST',
+      url: '/api/v1/mcp',
+      key,
+      headers: { 'x-request-id': mcp, accept: 'application/json, text/event-stream' },
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'send_message', arguments: { content: 'When are refunds paid back?' } },
+      },
+    });
+    expect(called.status, called.text).toBe(200);
+    const viaMcp = await traceOf(mcp);
+    const tool = viaMcp.spans.find((span) => span.name === 'tool sendMessage') as OtlpSpan;
+    const search = viaMcp.spans.find((span) => span.name === 'knowledge.search');
+    expect(search && descends(search, tool, viaMcp.spans)).toBe(true);
+    // Its statements too, as a job run's, though TRACE_DATABASE_STATEMENTS is not set.
+    const statements = viaRest.spans.filter((span) => span.name.startsWith('db '));
+    expect(statements.length).toBeGreaterThan(0);
+    expect(statements.every((span) => descends(span, operation, viaRest.spans))).toBe(true);
+  });
+
   it('a job run is a trace of its own, its statements under it', async () => {
     const { tenantId } = await t.tenant();
     const kind = `trace-probe-${randomBytes(3).toString('hex')}`;

@@ -133,6 +133,7 @@ type Body<T extends TSchema> = Static<T>;
 export const conversationOperations = [
   defineOperation({
     id: 'sendMessage',
+    tracesSteps: true,
     method: 'POST',
     path: '/api/v1/messages',
     scope: 'conversations:write',
@@ -193,6 +194,7 @@ export const conversationOperations = [
   }),
   defineOperation({
     id: 'submitFunctionResults',
+    tracesSteps: true,
     method: 'POST',
     path: '/api/v1/messages/:message_id/function-results',
     scope: 'conversations:write',
@@ -214,6 +216,7 @@ export const conversationOperations = [
   }),
   defineOperation({
     id: 'continueMessage',
+    tracesSteps: true,
     method: 'POST',
     path: '/api/v1/messages/:message_id/continue',
     scope: 'conversations:write',
