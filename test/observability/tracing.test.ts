@@ -7,8 +7,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEmbeddingsClient } from '../../src/domain/knowledge/embeddings/client.js';
 import { currentTraceId, flushTracing, startTracing, stopTracing, withSpan } from '../../src/observability/tracing.js';
 import { startTestApp, type TestApp } from '../helpers.js';
+import { embeddingsServer, MODEL } from '../support/embeddings-server.js';
 
 interface OtlpValue {
   stringValue?: string;
@@ -32,6 +34,7 @@ interface OtlpExport {
 
 /** OTLP span kinds (opentelemetry-proto): internal 1, server 2, client 3. */
 const SERVER = 2;
+const CLIENT = 3;
 
 /** A collector stand-in: takes OTLP/HTTP JSON exports at POST /v1/traces and keeps them. */
 async function startCollector() {
@@ -255,6 +258,30 @@ describe('tracing', () => {
     expect(work?.parentSpanId).toBe(job?.spanId);
     expect(traceId).toBe(job?.traceId);
     expect(spans.some((span) => span.name === 'db SELECT' && span.parentSpanId === work?.spanId)).toBe(true);
+  });
+
+  it("an embeddings call is a client span under the work that asked for it (a job's run here)", async () => {
+    const server = await embeddingsServer();
+    try {
+      const client = createEmbeddingsClient({ baseUrl: server.url, model: MODEL, timeoutMs: 5_000 });
+      const { tenantId } = await t.tenant();
+      const kind = `trace-embed-${randomBytes(3).toString('hex')}`;
+      t.jobs.register(kind, async () => {
+        await client.embed(['a passage', 'another passage']);
+      });
+      await t.jobs.enqueue(t.database.db, { kind, tenantId });
+      await t.jobs.runUntilIdle();
+      await flushTracing();
+      const spans = collector.spans();
+      const job = spans.find((span) => span.name === `job ${kind}`) as OtlpSpan;
+      const call = spans.find((span) => span.name === 'embeddings.call' && span.traceId === job.traceId) as OtlpSpan;
+      expect(call.parentSpanId).toBe(job.spanId);
+      expect(call.kind).toBe(CLIENT);
+      expect(attribute(call, 'embeddings.model')).toBe(MODEL);
+      expect(attribute(call, 'embeddings.inputs')).toBe(2);
+    } finally {
+      await server.close();
+    }
   });
 
   describe('with TRACE_DATABASE_STATEMENTS', () => {

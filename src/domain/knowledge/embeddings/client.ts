@@ -7,6 +7,8 @@
 // The server is an operator setting (as LLM_BASE_URL), not a tenant's: it may be on the private
 // network (a local model server), so no SSRF rule applies. Redirects are refused: a POST carrying
 // the key is sent only where the operator said.
+import { SpanKind } from '@opentelemetry/api';
+import { withSpan } from '../../../observability/tracing.js';
 
 /** Inputs sent in one request. */
 export const EMBEDDINGS_BATCH_SIZE = 64;
@@ -145,8 +147,16 @@ export function createEmbeddingsClient(options: EmbeddingsClientOptions): Embedd
   const retryBaseMs = options.retryBaseMs ?? 500;
   const retryMaxMs = options.retryMaxMs ?? 10_000;
 
-  /** One request, its failures as EmbeddingsErrors. */
-  async function post(inputs: string[], signal: AbortSignal | undefined): Promise<number[][]> {
+  /** One request in a span of its own (under a job's run or a turn's operation), its failures as EmbeddingsErrors. */
+  const post = (inputs: string[], signal: AbortSignal | undefined): Promise<number[][]> =>
+    withSpan(
+      'embeddings.call',
+      { 'embeddings.model': options.model, 'embeddings.inputs': inputs.length },
+      () => request(inputs, signal),
+      { kind: SpanKind.CLIENT },
+    );
+
+  async function request(inputs: string[], signal: AbortSignal | undefined): Promise<number[][]> {
     const timeout = AbortSignal.timeout(options.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let response: Response;
