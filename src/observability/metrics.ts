@@ -168,6 +168,13 @@ const knowledgeSearchDuration = new Histogram({
   registers: [registry],
 });
 
+const embeddingsRequests = new Counter({
+  name: 'embeddings_requests_total',
+  help: 'Requests to the embeddings server (each try), by outcome: succeeded, or why one failed (timeout, unreachable, rejected, invalid_response, aborted). A question that cannot be embedded is answered from the lexical ranking alone.',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
 export type Transport = 'rest' | 'mcp';
 
 /** `404` → `4xx`. */
@@ -246,4 +253,9 @@ export function recordTurn(provider: string, status: string, seconds: number): v
 /** A knowledge search ran, taking `seconds`. */
 export function recordKnowledgeSearch(seconds: number): void {
   knowledgeSearchDuration.observe(seconds);
+}
+
+/** A request to the embeddings server ended: `succeeded`, or the reason it failed. */
+export function recordEmbeddingsRequest(outcome: string): void {
+  embeddingsRequests.labels(outcome).inc();
 }

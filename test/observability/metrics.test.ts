@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { KyselyPlugin, QueryId } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEmbeddingsClient, EmbeddingsError } from '../../src/domain/knowledge/embeddings/client.js';
 import { ADMIN_TOKEN, expectError, startTestApp, type TestApp } from '../helpers.js';
+import { embeddingsServer, failing, MODEL } from '../support/embeddings-server.js';
 
 let t: TestApp;
 let key: string;
@@ -303,6 +305,24 @@ describe('background work', () => {
     } finally {
       receiver.closeAllConnections();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+});
+
+describe('embeddings', () => {
+  it('counts requests to the embeddings server by outcome', async () => {
+    const server = await embeddingsServer();
+    try {
+      const client = createEmbeddingsClient({ baseUrl: server.url, model: MODEL, timeoutMs: 5_000 });
+      const before = await scrape();
+      await client.embed(['a passage']);
+      server.answer(failing);
+      await expect(client.embed(['a passage'], { retries: 0 })).rejects.toThrow(EmbeddingsError);
+      const after = await scrape();
+      expect(moved(before, after, 'embeddings_requests_total', { outcome: 'succeeded' })).toBe(1);
+      expect(moved(before, after, 'embeddings_requests_total', { outcome: 'rejected' })).toBe(1);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -8,6 +8,7 @@
 // network (a local model server), so no SSRF rule applies. Redirects are refused: a POST carrying
 // the key is sent only where the operator said.
 import { SpanKind } from '@opentelemetry/api';
+import { recordEmbeddingsRequest } from '../../../observability/metrics.js';
 import { withSpan } from '../../../observability/tracing.js';
 
 /** Inputs sent in one request. */
@@ -147,12 +148,25 @@ export function createEmbeddingsClient(options: EmbeddingsClientOptions): Embedd
   const retryBaseMs = options.retryBaseMs ?? 500;
   const retryMaxMs = options.retryMaxMs ?? 10_000;
 
-  /** One request in a span of its own (under a job's run or a turn's operation), its failures as EmbeddingsErrors. */
+  /**
+   * One request in a span of its own (under a job's run or a turn's operation), counted by
+   * outcome (embeddings_requests_total), its failures as EmbeddingsErrors.
+   */
   const post = (inputs: string[], signal: AbortSignal | undefined): Promise<number[][]> =>
     withSpan(
       'embeddings.call',
       { 'embeddings.model': options.model, 'embeddings.inputs': inputs.length },
-      () => request(inputs, signal),
+      () =>
+        request(inputs, signal).then(
+          (vectors) => {
+            recordEmbeddingsRequest('succeeded');
+            return vectors;
+          },
+          (error: unknown) => {
+            recordEmbeddingsRequest(error instanceof EmbeddingsError ? error.reason : 'unreachable');
+            throw error;
+          },
+        ),
       { kind: SpanKind.CLIENT },
     );
 
