@@ -18,20 +18,21 @@ const FILLER: Readonly<Record<string, string>> = {
     'tout toute tous toutes ce cet cette ces mon ma mes son sa ses notre votre leur ' +
     'maintenant actuellement moment suite certain certaine certains autre autres même ' +
     'sans si vers devant pendant depuis après avant être avoir il ils elle elles on connais connaître ' +
-    'temps prend prennent faut-il',
+    'temps prend prennent faut-il montre montrez vois voit trouve trouvent',
   german:
     'wie was welche welcher welches wann wo wer warum kann kannst können könnte würde sollte muss möchte ' +
     'möchten will wollen brauche brauchen machen mache wissen weiß zeigen zeig lassen gibt geht möglich ' +
     'bitte hilfe helfen etwas jemand nur auch noch wirklich benutzen verwenden finden sehen viel viele vielen ' +
     'braucht gibt ganz ganze ganzen alle allen allem alles darin gerade jetzt moment momentan derzeit ' +
     'mein meine meinen meinem meiner dein deine sein seine unser unsere bestimmt bestimmte bestimmtes ' +
-    'andere anderen anderer anderes befindet lange dauert dauern',
+    'andere anderen anderer anderes befindet lange dauert dauern zeige zeigt finde findet sehe sieht',
   spanish:
     'cómo como qué cuál cuáles cuándo dónde quién por puedo puede pueden podría quiero quisiera querría ' +
     'necesito hacer hago saber sé decir mostrar muéstrame manera forma posible favor ayuda ayudar algo ' +
     'alguien solo también todavía realmente usar utilizar encontrar ver cuánto cuánta cuántos cuántas cada vez ' +
     'todo toda todos todas este esta estos estas ese esa esos esas mi mis tu tus su sus nuestro ' +
-    'ahora momento actualmente cierto cierta ciertos otro otra otros otras mismo misma tiempo tarda tardan',
+    'ahora momento actualmente cierto cierta ciertos otro otra otros otras mismo misma tiempo tarda tardan ' +
+    'muestro muestra muestre veo vea encuentro encuentra',
 };
 
 /** The filler words of the language of a text-search configuration, as one text to stem ('' if none). */
