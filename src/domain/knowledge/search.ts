@@ -5,8 +5,9 @@
 //
 // Rank scale: the share of the question's information a passage holds, in [0, 1): every word of
 // the question weighs by its rarity in the tenant's passages, words the knowledge never uses
-// included, so a question about something else scores low. RELEVANT_RANK is calibrated on
-// questions the knowledge does not answer (bench/answers: at most 2 in 10 of them answered).
+// included, so a question about something else scores low; and 0 when the best passage holds one
+// word of a longer question (canAnswer). RELEVANT_RANK is calibrated on questions the knowledge
+// does not answer (bench/answers: at most 2 in 10 of them answered).
 import { sql } from 'kysely';
 import type { Db } from '../../db/index.js';
 import { type RankedPassage, rankPassages } from './passage-ranking.js';
