@@ -56,8 +56,8 @@ function embeddingsEnv(): Record<string, string> | undefined {
 /**
  * EMBEDDINGS_MIN_SIMILARITY (src/domain/knowledge/fused-search.ts): the lowest similarity that
  * leaves at most 2 in 10 off-topic questions answered on the fused rank, that is those the lexical
- * rank answers (at `relevantRank`, the service's RELEVANT_RANK) and those whose closest passage is at least
- * that similar.
+ * rank answers (at `relevantRank`, the service's RELEVANT_RANK) and those whose closest passage
+ * is at least that similar.
  */
 function minSimilarity(scores: OffTopicScore[], allowed: number, relevantRank: number) {
   const lexical = scores.filter((s) => s.rank >= relevantRank).length;

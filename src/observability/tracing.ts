@@ -41,7 +41,10 @@ let spanExport: SpanExport | undefined;
 
 /** The span whose work is running, where the ambient context is kept (see above). */
 const ambient = new AsyncLocalStorage<Span>();
-/** Job runs (and operations with traced steps) in progress: the ambient context is on while there is one (or statements are traced). */
+/**
+ * Job runs and operations with traced steps in progress: the ambient context is on while there is
+ * one (or statements are traced).
+ */
 let ambientRuns = 0;
 
 export function tracingEnabled(): boolean {
