@@ -12,12 +12,18 @@
 // (3), BENCH_VARIANTS and BENCH_SCENARIOS (comma-separated subsets).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
-import { api, autocannon, freePort, processCpuUs, startFlags, waitHealthy } from './support.js';
+import {
+  api,
+  autocannon,
+  freePort,
+  processCpuUs,
+  seedOrders,
+  serverDatabase,
+  startFlags,
+  waitHealthy,
+} from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -56,28 +62,6 @@ interface Run {
   errors: number;
 }
 
-/** A data directory, or a PostgreSQL schema, of the variant's own: its environment and its removal. */
-async function databaseOf(variant: string, env: Record<string, string>): Promise<() => Promise<void>> {
-  if (!DATABASE_URL) {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), `ws-bench-db-${variant}-`));
-    env.DATA_DIR = dataDir;
-    delete env.DATABASE_URL;
-    return async () => rmSync(dataDir, { recursive: true, force: true });
-  }
-  const schema = `bench_db_${randomBytes(4).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  await admin(`create schema ${schema}`);
-  const url = new URL(DATABASE_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  env.DATABASE_URL = url.toString();
-  return () => admin(`drop schema ${schema} cascade`);
-}
-
 /** The variant's server, seeded with a workspace, a key, ROWS rows and a task. */
 async function startServer(variant: string): Promise<Server> {
   const env: Record<string, string> = {
@@ -92,7 +76,7 @@ async function startServer(variant: string): Promise<Server> {
   delete env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   delete env.DATABASE_COALESCING;
   if (variant === 'uncoalesced') env.DATABASE_COALESCING = 'off';
-  const cleanUp = await databaseOf(variant, env);
+  const { remove: cleanUp } = await serverDatabase(`bench-db-${variant}`, env);
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -101,7 +85,11 @@ async function startServer(variant: string): Promise<Server> {
   );
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(base, child, 120_000);
-  const auth = { 'x-api-key': await seed(base) };
+  const key = await seedOrders(base, ADMIN, ROWS, (i) => ({
+    data: { sku: `SKU-${i}`, price: (i % 97) + 0.99 },
+    searchable_text: `product ${i} lamp chair table`,
+  }));
+  const auth = { 'x-api-key': key };
   const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
   const rows = (request: (i: number) => Record<string, unknown>) => Array.from({ length: ROWS }, (_, i) => request(i));
   return {
@@ -130,26 +118,6 @@ async function startServer(variant: string): Promise<Server> {
     },
     cleanUp,
   };
-}
-
-/** A workspace, a key with every scope (answered) and a source `orders` of ROWS rows. */
-async function seed(base: string): Promise<string> {
-  const admin = { authorization: `Bearer ${ADMIN}` };
-  await api(base, 'POST', '/admin/v1/tenants', { tenant_id: 'bench', name: 'Bench' }, admin);
-  const key = (
-    await api(base, 'POST', '/admin/v1/tenants/bench/api-keys', { name: 'bench', scopes: ALL_SCOPES }, admin)
-  ).secret as string;
-  const auth = { 'x-api-key': key };
-  await api(base, 'POST', '/api/v1/custom-data-sources', { name: 'Orders', slug: 'orders' }, auth);
-  for (let start = 0; start < ROWS; start += 100) {
-    const rows = Array.from({ length: Math.min(100, ROWS - start) }, (_, j) => ({
-      external_id: `row-${start + j}`,
-      data: { sku: `SKU-${start + j}`, price: ((start + j) % 97) + 0.99 },
-      searchable_text: `product ${start + j} lamp chair table`,
-    }));
-    await api(base, 'POST', '/api/v1/custom-data-sources/orders/rows/batch', { rows }, auth);
-  }
-  return key;
 }
 
 async function load(server: Server, scenario: Scenario): Promise<Run> {

@@ -7,12 +7,11 @@
 // (5 MB each), the largest the row batch takes.
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
-import { api, autocannon, freePort, SERVER, startFlags } from './support.js';
+import { api, autocannon, freePort, SERVER, serverDatabase, startFlags } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -43,24 +42,7 @@ async function main() {
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '10000000',
   };
-  const databaseUrl = process.env.DATABASE_URL;
-  const schema = databaseUrl ? `bench_${randomBytes(4).toString('hex')}` : undefined;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
-  let dataDir: string | undefined;
-  if (schema && databaseUrl) {
-    await admin(`create schema ${schema}`);
-    const url = new URL(databaseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    env.DATABASE_URL = url.toString();
-  } else {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-noisy-'));
-    env.DATA_DIR = dataDir;
-  }
+  const database = await serverDatabase('noisy', env);
   const children: ChildProcess[] = [];
   try {
     const port = await freePort();
@@ -130,7 +112,7 @@ async function main() {
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     const after = rssMb(server.pid as number, 'VmRSS');
 
-    const db = databaseUrl ? 'PostgreSQL' : 'PGlite';
+    const db = database.schema ? 'PostgreSQL' : 'PGlite';
     const date = new Date().toISOString().slice(0, 10);
     console.log(
       `\n${db}, ${CONNECTIONS} victim connections, ${ATTACKERS} attackers, ${SECONDS} s each, ${os.cpus().length} CPUs, ${date}\n`,
@@ -145,8 +127,7 @@ async function main() {
     );
   } finally {
     for (const child of children) child.kill('SIGKILL');
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    if (schema) await admin(`drop schema ${schema} cascade`);
+    await database.remove();
   }
 }
 

@@ -14,15 +14,21 @@
 // BENCH_ROUNDS (3).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
-import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { requestRecorder } from '../src/observability/metrics.js';
-import { api, autocannon, freePort, processCpuUs, SERVER, startFlags, waitHealthy } from './support.js';
+import {
+  api,
+  autocannon,
+  freePort,
+  processCpuUs,
+  SERVER,
+  seedOrders,
+  serverDatabase,
+  startFlags,
+  waitHealthy,
+} from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -89,27 +95,7 @@ async function startServer(mode: Mode, collectorUrl: string): Promise<Server> {
     env.OTEL_TRACES_SAMPLER = 'parentbased_traceidratio';
     env.OTEL_TRACES_SAMPLER_ARG = '0.1';
   }
-  const databaseUrl = process.env.DATABASE_URL;
-  let cleanUp = async () => {};
-  if (databaseUrl) {
-    const schema = `bench_obs_${randomBytes(4).toString('hex')}`;
-    const admin = async (statement: string) => {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(statement);
-      await client.end();
-    };
-    await admin(`create schema ${schema}`);
-    const url = new URL(databaseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    env.DATABASE_URL = url.toString();
-    cleanUp = () => admin(`drop schema ${schema} cascade`);
-  } else {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-bench-obs-'));
-    env.DATA_DIR = dataDir;
-    delete env.DATABASE_URL;
-    cleanUp = async () => rmSync(dataDir, { recursive: true, force: true });
-  }
+  const { remove: cleanUp } = await serverDatabase('bench-obs', env);
   const port = await freePort();
   const child = spawn(process.execPath, [...startFlags(), SERVER, 'serve'], {
     env: { ...env, PORT: String(port) },
@@ -117,20 +103,8 @@ async function startServer(mode: Mode, collectorUrl: string): Promise<Server> {
   });
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(base, child);
-  const admin = { authorization: `Bearer ${ADMIN}` };
-  await api(base, 'POST', '/admin/v1/tenants', { tenant_id: 'bench', name: 'Bench' }, admin);
-  const key = (
-    await api(base, 'POST', '/admin/v1/tenants/bench/api-keys', { name: 'bench', scopes: ALL_SCOPES }, admin)
-  ).secret as string;
+  const key = await seedOrders(base, ADMIN, ROWS, (i) => ({ data: { sku: `SKU-${i}`, price: (i % 97) + 0.99 } }));
   const auth = { 'x-api-key': key };
-  await api(base, 'POST', '/api/v1/custom-data-sources', { name: 'Orders', slug: 'orders' }, auth);
-  for (let start = 0; start < ROWS; start += 100) {
-    const rows = Array.from({ length: Math.min(100, ROWS - start) }, (_, j) => ({
-      external_id: `row-${start + j}`,
-      data: { sku: `SKU-${start + j}`, price: ((start + j) % 97) + 0.99 },
-    }));
-    await api(base, 'POST', '/api/v1/custom-data-sources/orders/rows/batch', { rows }, auth);
-  }
   const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
   return {
     mode,

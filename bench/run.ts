@@ -20,7 +20,7 @@
 // their ratios).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
@@ -28,9 +28,18 @@ import pg from 'pg';
 import { openDatabase, PGLITE_OPTIONS } from '../src/db/client.js';
 import { ThreadSocket } from '../src/db/pglite-thread.js';
 import { prepareStatements } from '../src/db/prepared.js';
-import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
 import { coalescedPointQuery, createPointTable, POINT_SQL, pointQuery } from './point.js';
-import { autocannon, freePort, processCpuUs, SERVER, startFlags, waitHealthy } from './support.js';
+import {
+  api,
+  autocannon,
+  freePort,
+  processCpuUs,
+  SERVER,
+  seedOrders,
+  serverDatabase,
+  startFlags,
+  waitHealthy,
+} from './support.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -164,17 +173,6 @@ async function load(name: string, pid: number | undefined, options: Record<strin
  */
 function eachRow(request: (i: number) => Record<string, unknown>): Record<string, unknown>[] {
   return Array.from({ length: ROWS }, (_, i) => request(i));
-}
-
-async function api(base: string, method: string, p: string, body: unknown, headers: Record<string, string>) {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await r.json()) as Record<string, unknown>;
-  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 /**
@@ -319,8 +317,6 @@ async function dbCeilings(
 async function main() {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   const databaseUrl = process.env.DATABASE_URL;
-  let schema: string | undefined;
-  let dataDir: string | undefined;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     ADMIN_TOKEN: ADMIN,
@@ -328,20 +324,7 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '10000000',
     MCP_MAX_CONCURRENT: String(CONNECTIONS * 2),
   };
-  if (databaseUrl) {
-    schema = `bench_${randomBytes(4).toString('hex')}`;
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`create schema ${schema}`);
-    await client.end();
-    const url = new URL(databaseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    env.DATABASE_URL = url.toString();
-  } else {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'ws-bench-'));
-    env.DATA_DIR = dataDir;
-    delete env.DATABASE_URL;
-  }
+  const { schema, dataDir, remove: removeDatabase } = await serverDatabase('bench', env);
   const lines: Line[] = [];
   const rounds: { ceiling: number; read: number; p99: number }[] = [];
   const children: ChildProcess[] = [];
@@ -401,20 +384,7 @@ async function main() {
     children.push(server);
     const base = `http://127.0.0.1:${port}`;
     await waitHealthy(base, server);
-    const admin = { authorization: `Bearer ${ADMIN}` };
-    await api(base, 'POST', '/admin/v1/tenants', { tenant_id: 'bench', name: 'Bench' }, admin);
-    const key = (
-      await api(base, 'POST', '/admin/v1/tenants/bench/api-keys', { name: 'bench', scopes: ALL_SCOPES }, admin)
-    ).secret as string;
-    const auth = { 'x-api-key': key };
-    await api(base, 'POST', '/api/v1/custom-data-sources', { name: 'Orders', slug: 'orders' }, auth);
-    for (let start = 0; start < ROWS; start += 100) {
-      const rows = Array.from({ length: Math.min(100, ROWS - start) }, (_, j) => ({
-        external_id: `row-${start + j}`,
-        ...rowData(start + j),
-      }));
-      await api(base, 'POST', '/api/v1/custom-data-sources/orders/rows/batch', { rows }, auth);
-    }
+    const auth = { 'x-api-key': await seedOrders(base, ADMIN, ROWS, rowData) };
     const task = (await api(base, 'POST', '/api/v1/tasks', { title: 'Bench task' }, auth)).id as string;
 
     const rowRead = () =>
@@ -484,13 +454,7 @@ async function main() {
     });
   } finally {
     for (const child of children) child.kill('SIGKILL');
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    if (schema && databaseUrl) {
-      const client = new pg.Client({ connectionString: databaseUrl });
-      await client.connect();
-      await client.query(`drop schema ${schema} cascade`);
-      await client.end();
-    }
+    await removeDatabase();
   }
   const ceiling = lines.find((l) => l.name === 'db-point (ceiling)')?.rps ?? 0;
   // The same query prepared, straight on the database: the stricter comparison.

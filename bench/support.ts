@@ -1,27 +1,35 @@
-// What the in-process benchmarks share: a database of their own (a fresh schema on PostgreSQL,
-// dropped at the end; in-memory PGlite otherwise), migrated, and the app listening on 127.0.0.1.
+// What the benchmarks share: a database of their own (a fresh schema on PostgreSQL, dropped at
+// the end; PGlite otherwise), in process with the app listening on 127.0.0.1, or for a server
+// process, seeded through the API; the server's start, and the load generator.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../src/db/client.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import { ALL_SCOPES } from '../src/domain/accounts/scopes.js';
+
+/** Runs one statement on DATABASE_URL (creating and dropping the benchmarks' schemas). */
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
 
 /** Runs `work` on a migrated database: DATABASE_URL in a schema `<prefix>_<hex>`, else PGlite. */
 export async function withBenchDatabase(prefix: string, work: (database: DatabaseHandle) => Promise<void>) {
   const databaseUrl = process.env.DATABASE_URL;
   const schema = databaseUrl ? `${prefix}_${randomBytes(4).toString('hex')}` : undefined;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(statement);
-    await client.end();
-  };
   if (schema) await admin(`create schema ${schema}`);
   const database = await openDatabase({ url: databaseUrl, schema });
   try {
@@ -31,6 +39,35 @@ export async function withBenchDatabase(prefix: string, work: (database: Databas
     await database.close();
     if (schema) await admin(`drop schema ${schema} cascade`);
   }
+}
+
+/** A server process's own database: a PostgreSQL schema, or a PGlite data directory. */
+export interface ServerDatabase {
+  schema: string | undefined;
+  dataDir: string | undefined;
+  /** Drops the schema, or deletes the directory. */
+  remove(): Promise<void>;
+}
+
+/**
+ * A database of its own for a server process started with `env`: with DATABASE_URL a new schema
+ * `<prefix>_<hex>` that env.DATABASE_URL then points into, else a new data directory in
+ * env.DATA_DIR (embedded PGlite).
+ */
+export async function serverDatabase(prefix: string, env: Record<string, string>): Promise<ServerDatabase> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), `ws-${prefix}-`));
+    env.DATA_DIR = dataDir;
+    delete env.DATABASE_URL;
+    return { schema: undefined, dataDir, remove: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  const schema = `${prefix.replaceAll('-', '_')}_${randomBytes(4).toString('hex')}`;
+  await admin(`create schema ${schema}`);
+  const url = new URL(databaseUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  env.DATABASE_URL = url.toString();
+  return { schema, dataDir: undefined, remove: () => admin(`drop schema ${schema} cascade`) };
 }
 
 /** The app on the database, listening on a free port of 127.0.0.1, with the rate limit lifted. */
@@ -122,4 +159,32 @@ export async function api(base: string, method: string, p: string, body: unknown
   });
   if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
   return (await r.json()) as Record<string, unknown>;
+}
+
+/**
+ * Seeds the server at `base` through the API as an operator would (`adminToken`): the workspace
+ * `bench`, a key with every scope (answered), and a custom data source `orders` of `count` rows
+ * `row-<i>`, each with the fields `row(i)` gives (`data`, `searchable_text`).
+ */
+export async function seedOrders(
+  base: string,
+  adminToken: string,
+  count: number,
+  row: (i: number) => Record<string, unknown>,
+): Promise<string> {
+  const operator = { authorization: `Bearer ${adminToken}` };
+  await api(base, 'POST', '/admin/v1/tenants', { tenant_id: 'bench', name: 'Bench' }, operator);
+  const key = (
+    await api(base, 'POST', '/admin/v1/tenants/bench/api-keys', { name: 'bench', scopes: ALL_SCOPES }, operator)
+  ).secret as string;
+  const auth = { 'x-api-key': key };
+  await api(base, 'POST', '/api/v1/custom-data-sources', { name: 'Orders', slug: 'orders' }, auth);
+  for (let start = 0; start < count; start += 100) {
+    const rows = Array.from({ length: Math.min(100, count - start) }, (_, j) => ({
+      external_id: `row-${start + j}`,
+      ...row(start + j),
+    }));
+    await api(base, 'POST', '/api/v1/custom-data-sources/orders/rows/batch', { rows }, auth);
+  }
+  return key;
 }
