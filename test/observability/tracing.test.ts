@@ -107,6 +107,16 @@ async function traceOf(requestId: string) {
   return { server, spans: spans.filter((span) => span.traceId === server.traceId) };
 }
 
+/** One MCP tool call, as request `requestId`. */
+const callTool = (requestId: string, name: string, args: Record<string, unknown> = {}) =>
+  t.call({
+    method: 'POST',
+    url: '/api/v1/mcp',
+    key,
+    headers: { 'x-request-id': requestId, accept: 'application/json, text/event-stream' },
+    body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } },
+  });
+
 /** Whether `span` descends from `ancestor` within `spans`. */
 function descends(span: OtlpSpan, ancestor: OtlpSpan, spans: OtlpSpan[]): boolean {
   let parent = span.parentSpanId;
@@ -175,13 +185,7 @@ describe('tracing', () => {
 
   it("an MCP tool call is a span of its own under the request's server span", async () => {
     const requestId = `trace-${randomBytes(4).toString('hex')}`;
-    const r = await t.call({
-      method: 'POST',
-      url: '/api/v1/mcp',
-      key,
-      headers: { 'x-request-id': requestId, accept: 'application/json, text/event-stream' },
-      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_apps', arguments: {} } },
-    });
+    const r = await callTool(requestId, 'list_apps');
     expect(r.status, r.text).toBe(200);
     const { server, spans } = await traceOf(requestId);
     const tool = spans.find((span) => span.name === 'tool listApps');
@@ -213,18 +217,7 @@ describe('tracing', () => {
     }
 
     const mcp = `trace-${randomBytes(4).toString('hex')}`;
-    const called = await t.call({
-      method: 'POST',
-      url: '/api/v1/mcp',
-      key,
-      headers: { 'x-request-id': mcp, accept: 'application/json, text/event-stream' },
-      body: {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'send_message', arguments: { content: 'When are refunds paid back?' } },
-      },
-    });
+    const called = await callTool(mcp, 'send_message', { content: 'When are refunds paid back?' });
     expect(called.status, called.text).toBe(200);
     const viaMcp = await traceOf(mcp);
     const tool = viaMcp.spans.find((span) => span.name === 'tool sendMessage') as OtlpSpan;
@@ -309,13 +302,7 @@ describe('tracing', () => {
 
     it("an MCP tool call's statements are under its span", async () => {
       const requestId = `trace-${randomBytes(4).toString('hex')}`;
-      const r = await t.call({
-        method: 'POST',
-        url: '/api/v1/mcp',
-        key,
-        headers: { 'x-request-id': requestId, accept: 'application/json, text/event-stream' },
-        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_apps', arguments: {} } },
-      });
+      const r = await callTool(requestId, 'list_apps');
       expect(r.status, r.text).toBe(200);
       const { server, spans } = await traceOf(requestId);
       const tool = spans.find((span) => span.name === 'tool listApps');
