@@ -173,17 +173,16 @@ export interface OperatorContext<P, Q, B> {
   controlPlane: ControlPlane;
 }
 
+/** What only a workspace's operations have (and the handler, whose context differs). */
+type WorkspaceOnly = 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer' | 'tracesSteps';
+
 /** An operation of the control plane (/admin/v1): authenticated by the operator token, not a key. */
 export interface OperatorOperationSpec<P extends TObject, Q extends TObject, B extends TSchema, R extends TSchema>
-  extends Omit<
-    OperationSpec<P, Q, B, R>,
-    'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer' | 'tracesSteps'
-  > {
+  extends Omit<OperationSpec<P, Q, B, R>, WorkspaceOnly> {
   handler: (ctx: OperatorContext<Static<P>, Static<Q>, Static<B>>) => Promise<Static<R> | WithStatus<Static<R>>>;
 }
 
-export interface OperatorOperation
-  extends Omit<Operation, 'scope' | 'tag' | 'handler' | 'largeBody' | 'eventStream' | 'secretAnswer' | 'tracesSteps'> {
+export interface OperatorOperation extends Omit<Operation, WorkspaceOnly> {
   handler: (ctx: OperatorContext<unknown, unknown, unknown>) => Promise<unknown>;
 }
 
