@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { createEmbeddingsClient, EmbeddingsError } from '../../src/domain/knowledge/embeddings/client.js';
 import { fuseRanks } from '../../src/domain/knowledge/embeddings/fusion.js';
 import { EMBED_JOB, enqueueMissingEmbeddings } from '../../src/domain/knowledge/embeddings/jobs.js';
-import { semanticCandidates, vectorRankPassages } from '../../src/domain/knowledge/embeddings/vector-ranking.js';
+import { questionVector, vectorRankPassages } from '../../src/domain/knowledge/embeddings/vector-ranking.js';
 import { similarityRank } from '../../src/domain/knowledge/fused-search.js';
 import { RELEVANT_RANK } from '../../src/domain/knowledge/search.js';
 import { startTestApp, type TestApp } from '../helpers.js';
@@ -153,8 +153,10 @@ describe('passages embedded by the job queue (EMBEDDINGS_* set)', () => {
     expect(await vectorRankPassages(app.database.db, a.tenantId, question, 1, MODEL)).toEqual(ranked.slice(0, 1));
 
     // The question embedded by the server, through the one call retrieval makes.
-    const candidates = await app.services.semantic.candidates(a.tenantId, 'reset my password', 10);
-    expect(candidates).toEqual(ranked.map((r) => r.passage_id));
+    const embedding = await app.services.semantic.embedQuestion('reset my password', 5000);
+    expect(embedding?.model).toBe(MODEL);
+    const viaServer = await vectorRankPassages(app.database.db, a.tenantId, embedding?.vector ?? [], 10, MODEL);
+    expect(viaServer.map((r) => r.passage_id)).toEqual(ranked.map((r) => r.passage_id));
 
     // Vectors of another model are never compared with the question's.
     const invoiceIds = (await passagesOf(a.tenantId, invoices)).map((p) => p.id);
@@ -183,19 +185,16 @@ describe('passages embedded by the job queue (EMBEDDINGS_* set)', () => {
       expect(rows[0]?.attempts).toBe(1);
       expect(rows[0]?.last_error).toContain('The embeddings server answered 500: model overloaded');
       expect(await vectorCount(tenantId)).toBe(0);
-      // A question is still answered (lexically): no semantic candidates, the failure reported.
+      // A question is still answered (lexically): no question vector, the failure reported.
       const errors: EmbeddingsError[] = [];
-      const candidates = await semanticCandidates(
+      const vector = await questionVector(
         {
-          db: app.database.db,
           embeddings: createEmbeddingsClient({ baseUrl: server.url, model: MODEL, timeoutMs: 5000 }),
           onError: (error) => errors.push(error),
         },
-        tenantId,
         'opening hours',
-        5,
       );
-      expect(candidates).toEqual([]);
+      expect(vector).toBeUndefined();
       expect(errors.map((e) => e.status)).toEqual([500]);
 
       server.answer(() => undefined);
@@ -268,7 +267,7 @@ describe('without an embeddings model', () => {
     await app?.close();
   });
 
-  it('queues no embedding and has no semantic candidates (retrieval is lexical only)', async () => {
+  it('queues no embedding and embeds no question (retrieval is lexical only)', async () => {
     const { tenantId, key } = await app.tenant();
     const created = await app.call({
       method: 'POST',
@@ -282,7 +281,7 @@ describe('without an embeddings model', () => {
       app.database.db,
     );
     expect(rows[0]?.n).toBe(0);
-    expect(await app.services.semantic.candidates(tenantId, 'reset password', 5)).toEqual([]);
+    expect(await app.services.semantic.embedQuestion('reset password', 5000)).toBeUndefined();
   });
 
   it('an embeddings URL needs a model, and must be http(s)', () => {

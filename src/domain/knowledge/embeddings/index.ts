@@ -6,7 +6,7 @@ import type { Db } from '../../../db/index.js';
 import type { JobQueue } from '../../../jobs/queue.js';
 import { createEmbeddingsClient, type EmbeddingsClient, type EmbeddingsError } from './client.js';
 import { enqueueEmbedding, registerEmbeddingJob } from './jobs.js';
-import { type QuestionEmbedding, questionVector, semanticCandidates } from './vector-ranking.js';
+import { type QuestionEmbedding, questionVector } from './vector-ranking.js';
 
 type EmbeddingsConfig = Pick<
   Config,
@@ -34,8 +34,6 @@ export type PassagesWritten = (
 export interface SemanticRetrieval {
   /** Undefined when no embeddings model is configured: documents then queue nothing. */
   passagesWritten: PassagesWritten | undefined;
-  /** The passages closest to the question in meaning, best first; [] without embeddings. */
-  candidates(tenantId: string, question: string, limit: number): Promise<string[]>;
   /**
    * The question's embedding for retrieval; undefined without embeddings, for a blank question,
    * and when the server fails or takes longer than `timeoutMs` (retrieval is then lexical).
@@ -56,13 +54,6 @@ export function createSemanticRetrieval(deps: {
     passagesWritten: client
       ? (executor, tenantId, documentIds) => enqueueEmbedding(deps.jobs, executor, tenantId, documentIds)
       : undefined,
-    candidates: (tenantId, question, limit) =>
-      semanticCandidates(
-        { db: deps.db, embeddings: client, ...(deps.onError ? { onError: deps.onError } : {}) },
-        tenantId,
-        question,
-        limit,
-      ),
     async embedQuestion(question, timeoutMs) {
       if (!client) return undefined;
       const signal = AbortSignal.timeout(timeoutMs);

@@ -58,8 +58,7 @@ export async function embedQuestion(
 }
 
 export interface SemanticDeps {
-  db: Db;
-  /** Unset when no embeddings model is configured: then there are no semantic candidates. */
+  /** Unset when no embeddings model is configured: then there is no question vector. */
   embeddings: EmbeddingsClient | undefined;
   /** Told when the question could not be embedded (the answer then rests on lexical ranking). */
   onError?: (error: EmbeddingsError) => void;
@@ -71,7 +70,7 @@ export interface SemanticDeps {
  * and when the embeddings server fails (a question is answered from the lexical ranking rather
  * than not at all; it is not retried, so a turn does not wait on backoff).
  */
-export async function questionVector(deps: Omit<SemanticDeps, 'db'>, question: string): Promise<number[] | undefined> {
+export async function questionVector(deps: SemanticDeps, question: string): Promise<number[] | undefined> {
   if (!deps.embeddings) return undefined;
   try {
     return await embedQuestion(deps.embeddings, question, {
@@ -83,20 +82,4 @@ export async function questionVector(deps: Omit<SemanticDeps, 'db'>, question: s
     deps.onError?.(error);
     return undefined;
   }
-}
-
-/**
- * The ids of the passages closest to the question in meaning, best first; [] when no embeddings
- * model is configured, and when the embeddings server fails (see questionVector).
- */
-export async function semanticCandidates(
-  deps: SemanticDeps,
-  tenantId: string,
-  question: string,
-  limit: number,
-): Promise<string[]> {
-  const vector = await questionVector(deps, question);
-  if (!vector || !deps.embeddings) return [];
-  const ranked = await vectorRankPassages(deps.db, tenantId, vector, limit, deps.embeddings.model);
-  return ranked.map((row) => row.passage_id);
 }
