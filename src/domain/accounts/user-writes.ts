@@ -114,12 +114,7 @@ export async function addPermissions(
     await lockUser(trx, tenantId, userId);
     const held = await permissionNames(trx, tenantId, userId);
     if ((await grant(trx, tenantId, userId, names)) > 0) {
-      await trx
-        .updateTable('users')
-        .set({ updated_at: new Date() })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', userId)
-        .execute();
+      await touchUser(trx, tenantId, userId);
     }
     const user = await readUser(trx, tenantId, userId);
     await emitPermissionChanges(emitEvent, trx, tenantId, user, held);
@@ -147,12 +142,7 @@ export async function removePermission(
       .returning(['id', 'name'])
       .executeTakeFirst();
     if (!removed) throw new NotFoundError('permission of this user', permission);
-    await trx
-      .updateTable('users')
-      .set({ updated_at: new Date() })
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', userId)
-      .execute();
+    await touchUser(trx, tenantId, userId);
     await emitEvent?.(trx, tenantId, 'user.permissions.changed', {
       user: await readUser(trx, tenantId, userId),
       added: [],
@@ -160,4 +150,14 @@ export async function removePermission(
     });
     return { id: removed.id, object: 'deleted' as const, deleted: true };
   });
+}
+
+/** Marks the user changed now (its permissions changed). */
+async function touchUser(db: Db, tenantId: string, userId: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ updated_at: new Date() })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', userId)
+    .execute();
 }
