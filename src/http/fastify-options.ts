@@ -9,7 +9,7 @@ import { BadRequestError, DomainError } from '../domain/errors.js';
 import { otherBodyLimits } from './body-limits.js';
 import { clientErrorHandler, errorAnswerer } from './errors.js';
 import { lazySerializers } from './lazy-compile.js';
-import { ownRequestLog } from './observability.js';
+import { ownRequestLog, traceIdOfLine } from './observability.js';
 import type { Limiter } from './rate-limit.js';
 
 export type ProxyTrust = false | ((address: string, hop: number) => boolean);
@@ -114,6 +114,8 @@ export function fastifyOptions({
   return {
     logger: {
       level: config.logLevel,
+      // The trace id of a traced request's lines.
+      mixin: traceIdOfLine,
       ...(logStream ? { stream: logStream } : {}),
       redact: {
         paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'],

@@ -2,9 +2,9 @@
 // per route), one JSON log line (request id, operation id, tenant, status, duration, trace id),
 // and, with tracing on, a server span with the operation's handler in a child span of its own.
 // Routes declared after `registerRequestObservability` are observed: call it before any.
+import type { Socket } from 'node:net';
 import { type Span, type SpanContext, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
-  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -12,7 +12,14 @@ import {
   type RouteHandlerMethod,
 } from 'fastify';
 import { requestRecorder } from '../observability/metrics.js';
-import { requestsCarryContext, runInSpan, startSpan, tracingEnabled, withSpan } from '../observability/tracing.js';
+import {
+  requestsCarryContext,
+  runInSpan,
+  type SpanAttributes,
+  startSpan,
+  tracingEnabled,
+  withSpan,
+} from '../observability/tracing.js';
 import { hookList } from './hooks.js';
 
 /** The operation label of a request to a path with no route (never the raw path). */
@@ -33,9 +40,8 @@ export function ownRequestLog(): LogController {
 }
 
 /** The request log line. */
-function logRequest(request: FastifyRequest, reply: FastifyReply, operation: string, span: Span | undefined): void {
+function logRequest(request: FastifyRequest, reply: FastifyReply, operation: string): void {
   if (!LOGS_INFO.has(request.log.level)) return;
-  const traceId = span?.isRecording() ? span.spanContext().traceId : undefined;
   request.log.info(
     {
       req: request,
@@ -43,33 +49,41 @@ function logRequest(request: FastifyRequest, reply: FastifyReply, operation: str
       tenant: request.auth?.tenantId ?? null,
       status: reply.statusCode,
       duration_ms: Math.round(reply.elapsedTime * 100) / 100,
-      ...(traceId ? { trace_id: traceId } : {}),
     },
     'request completed',
   );
 }
 
-interface RequestSpan {
-  span: Span;
-  ended: boolean;
+/** The span of the request a logger is the child logger of (set while its trace is recorded). */
+const LOGGER_SPAN = Symbol('logger span');
+
+/**
+ * The trace id of every line a request's logger writes (given to the logger as its `mixin`):
+ * read from the request's span when a line is written, so a request that logs nothing at its
+ * level costs no trace id string and no bindings rewritten.
+ */
+export function traceIdOfLine(_line: object, _level: number, logger: object): { trace_id?: string } {
+  const span = (logger as Record<symbol, Span | undefined>)[LOGGER_SPAN];
+  return span === undefined ? {} : { trace_id: span.spanContext().traceId };
 }
 
 /**
  * The request's span, on the request itself (a property every request has from its start, set by
  * `decorateRequest`): a WeakMap of requests would be an ephemeron table for every garbage
- * collection to walk, which cost more than the spans.
+ * collection to walk, which cost more than the spans. It is ended once, when the response is sent
+ * or the client goes away: an ended span no longer records.
  */
 const SPAN = Symbol('request span');
 const requestSpans = {
-  get: (request: FastifyRequest) => (request as unknown as Record<symbol, RequestSpan | undefined>)[SPAN],
-  set: (request: FastifyRequest, entry: RequestSpan) => {
-    (request as unknown as Record<symbol, RequestSpan | undefined>)[SPAN] = entry;
+  get: (request: FastifyRequest) => (request as unknown as Record<symbol, Span | undefined>)[SPAN],
+  set: (request: FastifyRequest, span: Span) => {
+    (request as unknown as Record<symbol, Span | undefined>)[SPAN] = span;
   },
 };
 
 /** The request's server span: the parent of the spans of its work. Undefined when its trace is not recorded. */
 export function requestSpan(request: FastifyRequest): Span | undefined {
-  return requestSpans.get(request)?.span;
+  return requestSpans.get(request);
 }
 
 /** W3C Trace Context: `version-traceid-parentid-flags`, lower-case hex. */
@@ -85,10 +99,8 @@ function callerSpan(header: string | string[] | undefined): SpanContext | undefi
 }
 
 function endRequestSpan(request: FastifyRequest, status: number | 'aborted', operation: string): void {
-  const entry = requestSpans.get(request);
-  if (!entry || entry.ended) return;
-  entry.ended = true;
-  const { span } = entry;
+  const span = requestSpans.get(request);
+  if (span === undefined || !span.isRecording()) return;
   span.setAttribute('workspace.operation_id', operation);
   if (request.auth?.tenantId) span.setAttribute('workspace.tenant_id', request.auth.tenantId);
   if (status === 'aborted') {
@@ -100,37 +112,65 @@ function endRequestSpan(request: FastifyRequest, status: number | 'aborted', ope
   span.end();
 }
 
+/** The traced requests of a connection still waiting for their response (more than one when pipelined). */
+const OPEN = Symbol('traced requests');
+type TracedSocket = { [OPEN]?: Set<FastifyRequest> } & Pick<Socket, 'once'>;
+
+/**
+ * Keeps `request` until its response, so that its span ends as aborted if the connection closes
+ * first. One listener per connection, on its first traced request, rather than one per request
+ * (Fastify's `onRequestAbort` hook adds one to every request).
+ */
+function watchConnection(request: FastifyRequest): void {
+  const socket = request.raw.socket as TracedSocket | undefined;
+  if (socket === undefined || typeof socket.once !== 'function') return;
+  let open = socket[OPEN];
+  if (open === undefined) {
+    const watched = new Set<FastifyRequest>();
+    open = watched;
+    socket[OPEN] = watched;
+    socket.once('close', () => {
+      for (const waiting of watched) endRequestSpan(waiting, 'aborted', operationOf(waiting));
+      watched.clear();
+    });
+  }
+  open.add(request);
+}
+
+/** The request answered: its connection no longer waits on it. */
+function answered(request: FastifyRequest): void {
+  (request.raw.socket as TracedSocket | undefined)?.[OPEN]?.delete(request);
+}
+
+/** A request's operation label, before its route's hooks have named it. */
+const operationOf = (request: FastifyRequest) =>
+  request.is404 ? UNMATCHED : routeName({ ...request.routeOptions, url: request.routeOptions.url ?? UNMATCHED });
+
 /** Tracing on: a server span per recorded request, and an operation's handler in a child span. */
 function registerRequestSpans(app: FastifyInstance): void {
   app.decorateRequest(SPAN as unknown as string, undefined);
   app.addHook('onRequest', (request, _reply, done) => {
     if (!tracingEnabled()) return done();
     const route = request.routeOptions.url;
+    const attributes: SpanAttributes = { 'http.request.method': request.method, 'workspace.request_id': request.id };
+    if (route) attributes['http.route'] = route;
     // A caller's W3C `traceparent` makes this request's span a child of the caller's.
     const span = startSpan(
       `${request.method} ${route ?? UNMATCHED}`,
-      {
-        'http.request.method': request.method,
-        ...(route ? { 'http.route': route } : {}),
-        'workspace.request_id': request.id,
-      },
+      attributes,
       SpanKind.SERVER,
       callerSpan(request.headers.traceparent),
     );
     // A trace left out (sampled out): nothing more is done for it.
     if (span === undefined) return done();
-    requestSpans.set(request, { span, ended: false });
-    // Every line the request logs carries its trace: added to the request's own child logger
-    // (Fastify's, one per request) rather than a child of it, which would cost a logger more.
-    const traceId = { trace_id: span.spanContext().traceId };
-    if (request.log === request.server.log) request.log = request.log.child(traceId);
-    else (request.log as FastifyBaseLogger & { setBindings(bindings: object): void }).setBindings(traceId);
+    requestSpans.set(request, span);
+    watchConnection(request);
+    // Every line the request logs carries its trace (traceIdOfLine): its logger names its span.
+    // Fastify gives each request a child logger of its own; where it does not, one is made.
+    if (request.log === request.server.log) request.log = request.log.child({});
+    (request.log as unknown as Record<symbol, Span>)[LOGGER_SPAN] = span;
     if (requestsCarryContext()) runInSpan(span, done);
     else done();
-  });
-  app.addHook('onRequestAbort', (request, done) => {
-    endRequestSpan(request, 'aborted', request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED));
-    done();
   });
 }
 
@@ -143,7 +183,7 @@ function tracedHandler(
   operation: { id: string; tracesSteps?: boolean | undefined } | undefined,
 ): RouteHandlerMethod {
   return function traced(this: FastifyInstance, request, reply) {
-    const span = requestSpans.get(request)?.span;
+    const span = requestSpans.get(request);
     if (span === undefined) return handler.call(this, request, reply);
     const run = () =>
       operation === undefined
@@ -166,9 +206,11 @@ export function registerRequestObservability(app: FastifyInstance, { tracing }: 
     const record = requestRecorder(name, method, 'rest');
     const observe = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
       record(reply.statusCode, reply.elapsedTime / 1000);
-      const entry = tracing ? requestSpans.get(request) : undefined;
-      logRequest(request, reply, name, entry?.span);
-      if (entry) endRequestSpan(request, reply.statusCode, name);
+      logRequest(request, reply, name);
+      if (tracing && requestSpans.get(request) !== undefined) {
+        answered(request);
+        endRequestSpan(request, reply.statusCode, name);
+      }
       done();
     };
     route.onResponse = [...hookList(route.onResponse), observe];
@@ -185,9 +227,11 @@ export function registerRequestObservability(app: FastifyInstance, { tracing }: 
       unmatched.set(request.method, record);
     }
     record(reply.statusCode, reply.elapsedTime / 1000);
-    const entry = tracing ? requestSpans.get(request) : undefined;
-    logRequest(request, reply, UNMATCHED, entry?.span);
-    if (entry) endRequestSpan(request, reply.statusCode, UNMATCHED);
+    logRequest(request, reply, UNMATCHED);
+    if (tracing && requestSpans.get(request) !== undefined) {
+      answered(request);
+      endRequestSpan(request, reply.statusCode, UNMATCHED);
+    }
     done();
   });
 }

@@ -4,7 +4,7 @@
 // their statements, and the request's log line names its trace.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddingsClient } from '../../src/domain/knowledge/embeddings/client.js';
@@ -24,6 +24,7 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes?: { key: string; value: OtlpValue }[];
+  status?: { code?: number; message?: string };
 }
 interface OtlpExport {
   resourceSpans: {
@@ -181,6 +182,41 @@ describe('tracing', () => {
     const line = lines.map((l) => JSON.parse(l)).find((e) => e.reqId === requestId && e.msg === 'request completed');
     expect(line).toMatchObject({ operation_id: 'listApps', status: 200 });
     expect(line).not.toHaveProperty('trace_id');
+  });
+
+  it("a request whose client goes away before its answer ends its span as failed; the connection's answered request does not", async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as AddressInfo;
+    const answered = `trace-${randomBytes(4).toString('hex')}`;
+    const abandoned = `trace-${randomBytes(4).toString('hex')}`;
+    const head = (id: string, more: string) =>
+      `Host: localhost\r\nX-API-Key: ${key}\r\nX-Request-Id: ${id}\r\n${more}\r\n`;
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () =>
+        socket.write(`GET /api/v1/apps HTTP/1.1\r\n${head(answered, '')}`),
+      );
+      let received = '';
+      socket.on('data', (chunk) => {
+        received += chunk;
+        if (!received.includes('\r\n\r\n')) return;
+        // Answered: the same connection starts a task whose body never comes, then closes.
+        received = '';
+        socket.removeAllListeners('data');
+        socket.write(
+          `POST /api/v1/tasks HTTP/1.1\r\n${head(abandoned, 'Content-Type: application/json\r\nContent-Length: 100\r\n')}{"title":`,
+        );
+        setTimeout(() => socket.destroy(), 200);
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', reject);
+    });
+    const gone = (await traceOf(abandoned)).server;
+    expect(gone.name).toBe('POST /api/v1/tasks');
+    expect(gone.status).toMatchObject({ code: 2, message: 'the client closed the connection' });
+    expect(attribute(gone, 'workspace.operation_id')).toBe('createTask');
+    const ok = (await traceOf(answered)).server;
+    expect(attribute(ok, 'http.response.status_code')).toBe(200);
+    expect(ok.status?.code ?? 0).toBe(0);
   });
 
   it("an MCP tool call is a span of its own under the request's server span", async () => {
