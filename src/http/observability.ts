@@ -146,6 +146,25 @@ function answered(request: FastifyRequest): void {
 const operationOf = (request: FastifyRequest) =>
   request.is404 ? UNMATCHED : routeName({ ...request.routeOptions, url: request.routeOptions.url ?? UNMATCHED });
 
+/**
+ * `GET /api/v1/apps`: a server span's name, made once per method and route, so that every
+ * request's span carries the same string (the export looks names up by their text).
+ */
+const spanNames = new Map<string, Map<string, string>>();
+function serverSpanName(method: string, route: string): string {
+  let byMethod = spanNames.get(route);
+  if (byMethod === undefined) {
+    byMethod = new Map();
+    spanNames.set(route, byMethod);
+  }
+  let name = byMethod.get(method);
+  if (name === undefined) {
+    name = `${method} ${route}`;
+    byMethod.set(method, name);
+  }
+  return name;
+}
+
 /** Tracing on: a server span per recorded request, and an operation's handler in a child span. */
 function registerRequestSpans(app: FastifyInstance): void {
   app.decorateRequest(SPAN as unknown as string, undefined);
@@ -156,7 +175,7 @@ function registerRequestSpans(app: FastifyInstance): void {
     if (route) attributes['http.route'] = route;
     // A caller's W3C `traceparent` makes this request's span a child of the caller's.
     const span = startSpan(
-      `${request.method} ${route ?? UNMATCHED}`,
+      serverSpanName(request.method, route ?? UNMATCHED),
       attributes,
       SpanKind.SERVER,
       callerSpan(request.headers.traceparent),
@@ -182,19 +201,23 @@ function tracedHandler(
   handler: RouteHandlerMethod,
   operation: { id: string; tracesSteps?: boolean | undefined } | undefined,
 ): RouteHandlerMethod {
+  if (operation === undefined) {
+    return function traced(this: FastifyInstance, request, reply) {
+      const span = requestSpans.get(request);
+      if (span === undefined || !requestsCarryContext()) return handler.call(this, request, reply);
+      return runInSpan(span, () => handler.call(this, request, reply));
+    };
+  }
+  const { id } = operation;
+  const name = `operation ${id}`;
+  const ambient = operation.tracesSteps === true;
   return function traced(this: FastifyInstance, request, reply) {
-    const span = requestSpans.get(request);
-    if (span === undefined) return handler.call(this, request, reply);
-    const run = () =>
-      operation === undefined
-        ? handler.call(this, request, reply)
-        : withSpan(
-            `operation ${operation.id}`,
-            { 'workspace.operation_id': operation.id },
-            () => handler.call(this, request, reply),
-            { parent: span, ambient: operation.tracesSteps === true },
-          );
-    return requestsCarryContext() ? runInSpan(span, run) : run();
+    const parent = requestSpans.get(request);
+    if (parent === undefined) return handler.call(this, request, reply);
+    const operate = () => handler.call(this, request, reply);
+    const attributes = { 'workspace.operation_id': id };
+    if (!requestsCarryContext()) return withSpan(name, attributes, operate, { parent, ambient });
+    return runInSpan(parent, () => withSpan(name, attributes, operate, { parent, ambient }));
   };
 }
 

@@ -33,6 +33,8 @@ const hexWord = (w: number) => `${BYTES[w >>> 24]}${BYTES[(w >>> 16) & 255]}${BY
 const wordsOf = (id: string) =>
   Array.from({ length: id.length / 8 }, (_, i) => Number.parseInt(id.slice(i * 8, i * 8 + 8), 16));
 
+const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
+
 export interface SpanEvent {
   name: string;
   attributes: Attributes | undefined;
@@ -51,7 +53,8 @@ export class RecordedSpan implements Span {
   /** performance.now() milliseconds; `endedAt` is NaN until the span ends. */
   readonly start = performance.now();
   endedAt = Number.NaN;
-  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  /** Unset (shared, never changed) until `setStatus`. */
+  status: SpanStatus = UNSET;
   events: SpanEvent[] | undefined;
   #context: SpanContext | undefined;
 
@@ -62,14 +65,24 @@ export class RecordedSpan implements Span {
     readonly attributes: Attributes,
     parent: RecordedSpan | SpanContext | undefined,
   ) {
-    const span = [randomWord(), randomWord()];
+    const s0 = randomWord();
+    const s1 = randomWord();
     if (parent instanceof RecordedSpan) {
-      const [t0, t1, t2, t3, s0, s1] = parent.ids as [number, number, number, number, number, number];
-      this.ids = [t0, t1, t2, t3, ...span, s0, s1];
+      const ids = parent.ids;
+      this.ids = [
+        ids[0] as number,
+        ids[1] as number,
+        ids[2] as number,
+        ids[3] as number,
+        s0,
+        s1,
+        ids[4] as number,
+        ids[5] as number,
+      ];
     } else if (parent !== undefined) {
-      this.ids = [...wordsOf(parent.traceId), ...span, ...wordsOf(parent.spanId)];
+      this.ids = [...wordsOf(parent.traceId), s0, s1, ...wordsOf(parent.spanId)];
     } else {
-      this.ids = [randomWord(), randomWord(), randomWord(), randomWord(), ...span, 0, 0];
+      this.ids = [randomWord(), randomWord(), randomWord(), randomWord(), s0, s1, 0, 0];
     }
     this.parentIsRemote = parent !== undefined && !(parent instanceof RecordedSpan) && parent.isRemote === true;
   }
