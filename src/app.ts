@@ -196,7 +196,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
   const secrets = createSecretBox(config.secretsKey, config.secretsKeyPrevious);
   const jobs = createJobs(deps, app.log, outages, secrets);
-  const services = createServices({ db, config, jobs, secrets });
+  const services = createServices({
+    db,
+    config,
+    jobs,
+    secrets,
+    // Counted in embeddings_requests_total too; the line says why (never the key: not in the message).
+    onEmbeddingsError: (error) =>
+      app.log.warn(
+        { err: { message: error.message, reason: error.reason, status: error.status } },
+        'a question could not be embedded: it was answered from the lexical ranking alone',
+      ),
+  });
   // Jobs stop first: running ones get their grace period (JOB_STOP_GRACE_MS), then are stopped and
   // queued again. Only then are the simulations closed: closed earlier, every case a run still
   // played in the grace period would fail on its stopped engine and be recorded as failed.

@@ -16,6 +16,7 @@ import { createLlmJudge } from './coverage/judge.js';
 import { createCustomDataSourceService } from './data/custom-data-sources.js';
 import { createSmartSourceService } from './data/smart-sources.js';
 import { createDocumentService } from './knowledge/documents.js';
+import type { EmbeddingsError } from './knowledge/embeddings/client.js';
 import { createSemanticRetrieval } from './knowledge/embeddings/index.js';
 import { fusedSearchKnowledge } from './knowledge/fused-search.js';
 import { createKnowledgeGapService } from './knowledge/gaps.js';
@@ -33,11 +34,14 @@ export function createServices({
   config,
   jobs,
   secrets,
+  onEmbeddingsError,
 }: {
   db: Db;
   config: Config;
   jobs: JobQueue;
   secrets: SecretBox;
+  /** Told when a question could not be embedded (its search is then lexical). */
+  onEmbeddingsError?: (error: EmbeddingsError) => void;
 }) {
   // Webhook events: every area that reports events is given this one emitter.
   const emitEvent = createEventEmitter({ jobs });
@@ -52,7 +56,12 @@ export function createServices({
   // Semantic retrieval when an embeddings model is configured (src/domain/knowledge/embeddings/):
   // the question is embedded before a slot is taken (within the search's time), then ranked by
   // fusion (src/domain/knowledge/fused-search.ts); without a vector, lexically.
-  const semantic = createSemanticRetrieval({ db, jobs, config });
+  const semantic = createSemanticRetrieval({
+    db,
+    jobs,
+    config,
+    ...(onEmbeddingsError ? { onError: onEmbeddingsError } : {}),
+  });
   const boundedSearchKnowledge = async (
     tenantId: string,
     query: string,

@@ -4,6 +4,7 @@
 // question that shares no word with an article but means what it says is answered from it; one
 // below EMBEDDINGS_MIN_SIMILARITY of every passage is declined and recorded as a knowledge gap; a
 // failing embeddings server leaves the lexical answer as it was.
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNKNOWN_ANSWER } from '../../src/domain/agent/builtin-provider.js';
 import { vectorRankPassages } from '../../src/domain/knowledge/embeddings/vector-ranking.js';
@@ -12,6 +13,7 @@ import { startTestApp, type TestApp } from '../helpers.js';
 import { bagOfWords, type EmbeddingsServer, embeddingsServer, failing, MODEL } from '../support/embeddings-server.js';
 
 const MIN_SIMILARITY = 0.22;
+const EMBEDDINGS_KEY = 'sk-embeddings-test-key-0123456789';
 
 const ARTICLES = [
   { title: 'Symbolic links', content: 'ln -s creates symbolic links between paths.' },
@@ -53,14 +55,26 @@ const gapQuestions = async (app: TestApp, key: string) =>
 describe('with an embeddings model (EMBEDDINGS_* set)', () => {
   let server: EmbeddingsServer;
   let app: TestApp;
+  const logs: { level: number; msg: string; err?: Record<string, unknown> }[] = [];
 
   beforeAll(async () => {
     server = await embeddingsServer();
-    app = await startTestApp({
-      EMBEDDINGS_BASE_URL: server.url,
-      EMBEDDINGS_MODEL: MODEL,
-      EMBEDDINGS_MIN_SIMILARITY: String(MIN_SIMILARITY),
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) logs.push(JSON.parse(line));
+        done();
+      },
     });
+    app = await startTestApp(
+      {
+        EMBEDDINGS_BASE_URL: server.url,
+        EMBEDDINGS_MODEL: MODEL,
+        EMBEDDINGS_MIN_SIMILARITY: String(MIN_SIMILARITY),
+        EMBEDDINGS_API_KEY: EMBEDDINGS_KEY,
+        LOG_LEVEL: 'warn',
+      },
+      { logStream },
+    );
   }, 60_000);
   afterAll(async () => {
     await app?.close();
@@ -93,7 +107,7 @@ describe('with an embeddings model (EMBEDDINGS_* set)', () => {
     expect(await gapQuestions(app, key)).toEqual([TOO_FAR]);
   });
 
-  it('an embeddings server answering 500 leaves the lexical answer as it was', async () => {
+  it('an embeddings server answering 500 leaves the lexical answer as it was, and the log says why', async () => {
     const { tenantId, key, ids } = await workspace(app);
     const question = 'When are refunds paid?';
     // The lexical search answers it on its own.
@@ -110,6 +124,9 @@ describe('with an embeddings model (EMBEDDINGS_* set)', () => {
         trace.body.search.candidates.map((c: { document_id: string; rank: number }) => [c.document_id, c.rank]),
       ).toEqual(lexical.map((p) => [p.document_id, p.rank]));
       expect(await gapQuestions(app, key)).toEqual([]);
+      const warning = logs.find((line) => line.msg.includes('could not be embedded'));
+      expect(warning).toMatchObject({ level: 40, err: { reason: 'rejected', status: 500 } });
+      expect(JSON.stringify(logs)).not.toContain(EMBEDDINGS_KEY);
     } finally {
       server.answer(() => undefined);
     }
