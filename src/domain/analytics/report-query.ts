@@ -5,6 +5,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { DAY_MS } from './report-range.js';
 
+/** The report's filters (the dashboard's and the usage report's): on conversations, and on other rows through theirs. */
 export interface ReportFilters {
   user_type?: string | undefined;
   agent_name?: string | undefined;
@@ -79,9 +80,8 @@ export function reportQuery(
   `;
 }
 
-function scopeOf(tenantId: string, filters: ReportFilters, start: string, end: string): Scope {
-  const filtered =
-    filters.agent_name !== undefined || filters.user_type !== undefined || filters.organization !== undefined;
+/** The filters as SQL: the agent's join and the context's conditions on conversations `c`. */
+function filterParts(tenantId: string, filters: ReportFilters) {
   const agentJoin =
     filters.agent_name === undefined
       ? sql``
@@ -89,17 +89,32 @@ function scopeOf(tenantId: string, filters: ReportFilters, start: string, end: s
   const context = (field: string, value: string | undefined) =>
     value === undefined ? sql`` : sql`and c.context ->> ${field} = ${value}`;
   const byContext = sql`${context('user_type', filters.user_type)} ${context('organization', filters.organization)}`;
+  const filtered =
+    filters.agent_name !== undefined || filters.user_type !== undefined || filters.organization !== undefined;
+  return { agentJoin, byContext, filtered };
+}
+
+/**
+ * `and exists (…)`: the conversation `column` names passes the filters (nothing without filters),
+ * for rows of tables other than `conversations`.
+ */
+export function inFilteredConversation(tenantId: string, filters: ReportFilters, column: string): RawBuilder<unknown> {
+  const { agentJoin, byContext, filtered } = filterParts(tenantId, filters);
+  return filtered
+    ? sql`and exists (select 1 from conversations c ${agentJoin} where c.id = ${sql.ref(column)}
+        and c.tenant_id = ${tenantId} ${byContext})`
+    : sql``;
+}
+
+function scopeOf(tenantId: string, filters: ReportFilters, start: string, end: string): Scope {
+  const { agentJoin, byContext } = filterParts(tenantId, filters);
   return {
     tenantId,
     from: new Date(`${start}T00:00:00.000Z`),
     to: new Date(Date.parse(`${end}T00:00:00.000Z`) + DAY_MS),
     agentJoin,
     byContext,
-    inFiltered: (column) =>
-      filtered
-        ? sql`and exists (select 1 from conversations c ${agentJoin} where c.id = ${sql.ref(column)}
-            and c.tenant_id = ${tenantId} ${byContext})`
-        : sql``,
+    inFiltered: (column) => inFilteredConversation(tenantId, filters, column),
     customersOnly: (column, nullable = false) => isCustomerConversation(tenantId, column, { nullable }),
   };
 }

@@ -8,6 +8,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../../db/index.js';
 import { isCustomerConversation } from '../conversations/conversations.js';
 import { Nullable, Uuid } from '../shapes.js';
+import { inFilteredConversation, type ReportFilters } from './report-query.js';
 
 const usageTotals = {
   turns: Type.Integer({ description: 'Agent turns that started in the range (or that day, or by that agent).' }),
@@ -43,12 +44,6 @@ export const UsageReport = Type.Object(
 );
 export type UsageReport = Static<typeof UsageReport>;
 
-export interface UsageFilters {
-  agent_name?: string | undefined;
-  user_type?: string | undefined;
-  organization?: string | undefined;
-}
-
 type UsageRow = {
   date: string;
   agent_id: string | null;
@@ -59,19 +54,8 @@ type UsageRow = {
   cost: number | null;
 };
 
-function usageQuery(tenantId: string, filters: UsageFilters, from: Date, to: Date): RawBuilder<UsageRow> {
-  const byContext = (field: string, value: string | undefined) =>
-    value === undefined ? sql`` : sql`and c.context ->> ${field} = ${value}`;
-  const byAgent =
-    filters.agent_name === undefined
-      ? sql``
-      : sql`and c.agent_id in (select a.id from agents a where a.tenant_id = ${tenantId}
-          and lower(a.name) = lower(${filters.agent_name}))`;
-  const filtered =
-    filters.agent_name !== undefined || filters.user_type !== undefined || filters.organization !== undefined
-      ? sql`and exists (select 1 from conversations c where c.id = t.conversation_id and c.tenant_id = ${tenantId}
-          ${byAgent} ${byContext('user_type', filters.user_type)} ${byContext('organization', filters.organization)})`
-      : sql``;
+function usageQuery(tenantId: string, filters: ReportFilters, from: Date, to: Date): RawBuilder<UsageRow> {
+  const filtered = inFilteredConversation(tenantId, filters, 't.conversation_id');
   return sql<UsageRow>`
     select (t.created_at at time zone 'UTC')::date::text as date, t.agent_id,
       (select a.name from agents a where a.id = t.agent_id and a.tenant_id = ${tenantId}) as agent_name,
@@ -99,7 +83,7 @@ const empty = (): UsageTotals => ({ turns: 0, input_tokens: 0, output_tokens: 0,
 export async function usageReport(
   trx: Db,
   tenantId: string,
-  filters: UsageFilters,
+  filters: ReportFilters,
   days: string[],
 ): Promise<UsageReport> {
   const from = new Date(`${days[0]}T00:00:00.000Z`);
