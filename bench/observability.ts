@@ -1,17 +1,18 @@
 // What metrics and tracing cost a request: `npm run bench:observability` (PGlite) or
 // `DATABASE_URL=postgres://… npm run bench:observability`. As the benchmark of record (run.ts),
-// the compiled server runs as its own process, loaded with autocannon on 127.0.0.1: three servers,
-// one with tracing off (metrics on, as always), one with tracing on exporting every trace, and one
-// sampling a tenth of them (OTEL_TRACES_SAMPLER=parentbased_traceidratio, 0.1), over OTLP/HTTP to
-// a collector stand-in in this process; each is scraped at /metrics every 15 s. The row read and
-// the comment write run on each, in rotating order, BENCH_ROUNDS times (3); the table gives each
-// run, the medians, and the ratio of each mode's median to tracing off's.
+// the compiled server runs as its own process, loaded with autocannon on 127.0.0.1: each round
+// starts three new servers, one with tracing off (metrics on, as always), one with tracing on
+// exporting every trace, and one sampling a tenth of them (OTEL_TRACES_SAMPLER=
+// parentbased_traceidratio, 0.1), over OTLP/HTTP to a collector stand-in in this process; each is
+// scraped at /metrics every 15 s. The row read and the comment write run on each, in rotating
+// order, BENCH_ROUNDS times (5); the table gives each run, the medians, and the ratio of each
+// mode's median to tracing off's.
 //
 // The metrics cannot be turned off, so their own share is measured apart, in this process: the
 // work the request hook does per request (a counter and a histogram), in nanoseconds,
 // against the server's CPU time per request of the tracing-off runs.
 // Options: BENCH_SECONDS (10), BENCH_WARMUP (2), BENCH_CONNECTIONS (50), BENCH_ROWS (1000),
-// BENCH_ROUNDS (3).
+// BENCH_ROUNDS (5).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -34,7 +35,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROWS = Number(process.env.BENCH_ROWS ?? 1000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ADMIN = `bench-admin-${randomBytes(8).toString('hex')}`;
 const SCRAPE_MS = 15_000;
 
@@ -174,31 +175,40 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 };
 
+async function stopServers(servers: Server[]): Promise<void> {
+  for (const server of servers) {
+    server.child.kill('SIGTERM');
+    await new Promise((resolve) => {
+      if (server.child.exitCode !== null) return resolve(null);
+      server.child.once('exit', resolve);
+      setTimeout(resolve, 20_000).unref();
+    });
+    await server.cleanUp();
+  }
+}
+
 async function main() {
   // The build `npm start` runs (types removed, nothing else changed; checked apart).
   execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
   const collector = await startCollector();
-  const servers: Server[] = [];
   const runs: Run[] = [];
   try {
-    for (const mode of MODES) servers.push(await startServer(mode, collector.url));
     for (let round = 0; round < ROUNDS; round++) {
+      // New server processes each round: one process can run a tenth slower than its twin for
+      // its whole life (its heap's layout, the JIT's choices), which would pass for a mode's cost.
       // Rotating order: a machine whose speed drifts favours no mode.
-      const order = servers.map((_, i) => servers[(i + round) % servers.length] as Server);
-      for (const scenario of ['row-read', 'comment-write'] as const) {
-        for (const server of order) runs.push(await load(server, scenario));
+      const modes = MODES.map((_, i) => MODES[(i + round) % MODES.length] as Mode);
+      const servers: Server[] = [];
+      try {
+        for (const mode of modes) servers.push(await startServer(mode, collector.url));
+        for (const scenario of ['row-read', 'comment-write'] as const) {
+          for (const server of servers) runs.push(await load(server, scenario));
+        }
+      } finally {
+        await stopServers(servers);
       }
     }
   } finally {
-    for (const server of servers) {
-      server.child.kill('SIGTERM');
-      await new Promise((resolve) => {
-        if (server.child.exitCode !== null) return resolve(null);
-        server.child.once('exit', resolve);
-        setTimeout(resolve, 20_000).unref();
-      });
-      await server.cleanUp();
-    }
     await collector.close();
   }
 
