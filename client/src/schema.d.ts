@@ -4095,6 +4095,7 @@ export interface operations {
                                 snippet: string;
                                 source_id: string | null;
                                 title: string;
+                                url: string | null;
                             }[];
                             content: string;
                             /**
@@ -6853,6 +6854,7 @@ export interface operations {
                             snippet: string;
                             source_id: string | null;
                             title: string;
+                            url: string | null;
                         }[];
                         content: string;
                         /**
@@ -6968,6 +6970,7 @@ export interface operations {
                             snippet: string;
                             source_id: string | null;
                             title: string;
+                            url: string | null;
                         }[];
                         content: string;
                         /**
@@ -7104,6 +7107,7 @@ export interface operations {
                             snippet: string;
                             source_id: string | null;
                             title: string;
+                            url: string | null;
                         }[];
                         content: string;
                         /**

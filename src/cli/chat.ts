@@ -5,40 +5,21 @@
 import { createInterface } from 'node:readline';
 import { createWorkspaceClient, type TurnEvent } from '../../client/src/index.js';
 import type { CommandSpec, Invocation } from './commands.js';
-import { call } from './http.js';
 
 type Done = Extract<TurnEvent, { event: 'done' }>['data'];
 type Citation = Done['message']['citations'][number];
 
-/** Where a citation leads: its URL when it has one (a website page), else its document. */
-async function whereTo(inv: Invocation, citation: Citation, cache: Map<string, string>): Promise<string> {
-  const own = (citation as { url?: string | null }).url;
-  if (own) return own;
-  const cached = cache.get(citation.document_id);
-  if (cached) return cached;
-  let place = `document ${citation.document_id}`;
-  try {
-    const document = await call(
-      inv.connection(),
-      'GET',
-      `/api/v1/documents/${encodeURIComponent(citation.document_id)}`,
-    );
-    if (typeof document.url === 'string' && document.url) place = document.url;
-  } catch {
-    // A key without knowledge:read: the document's id says where to look.
-  }
-  cache.set(citation.document_id, place);
-  return place;
-}
+/** Where a citation leads: its link when it has one (a website page), else its document. */
+const whereTo = (citation: Citation): string => citation.url ?? `document ${citation.document_id}`;
 
 /** What follows the answer: the cited documents, and the functions called. */
-async function afterword(inv: Invocation, done: Done, cache: Map<string, string>): Promise<string> {
+function afterword(done: Done): string {
   const lines: string[] = [];
   const { citations, function_calls: calls } = done.message;
   if (citations.length > 0) {
     lines.push('Sources:');
     for (const [i, citation] of citations.entries()) {
-      lines.push(`  [${i + 1}] ${citation.title} — ${await whereTo(inv, citation, cache)}`);
+      lines.push(`  [${i + 1}] ${citation.title} — ${whereTo(citation)}`);
     }
   }
   if (calls.length > 0) {
@@ -56,7 +37,6 @@ async function turn(
   inv: Invocation,
   stream: AsyncIterable<TurnEvent>,
   state: { conversationId?: string },
-  cache: Map<string, string>,
 ): Promise<boolean> {
   const { out, err } = inv.io;
   let wroteText = false;
@@ -71,7 +51,7 @@ async function turn(
       wroteText = true;
     } else if (event.event === 'done') {
       if (wroteText) out.write('\n');
-      out.write(await afterword(inv, event.data, cache));
+      out.write(afterword(event.data));
       if (event.data.status === 'FAILED') {
         err.write(`workspace: the agent's turn failed: ${event.data.error?.code}: ${event.data.error?.message}\n`);
         return false;
@@ -94,7 +74,6 @@ async function chat(inv: Invocation): Promise<number> {
   const state: { conversationId?: string } = {};
   if (inv.values.conversation) state.conversationId = String(inv.values.conversation);
   const agentId = inv.values.agent as string | undefined;
-  const cache = new Map<string, string>();
   const lines = createInterface({ input: inv.io.stdin, terminal: false });
   const prompt = () => {
     if (inv.io.interactive) inv.io.err.write('you> ');
@@ -114,7 +93,7 @@ async function chat(inv: Invocation): Promise<number> {
         // Piped in, the question is echoed so the output reads as a transcript.
         if (!inv.io.interactive && !inv.json) inv.io.out.write(`> ${content}\n`);
         // A refused message (a wrong --agent, a turn limit) or a broken stream throws: the chat ends.
-        if (!(await turn(inv, client.streamMessage(body), state, cache))) failed = true;
+        if (!(await turn(inv, client.streamMessage(body), state))) failed = true;
         if (!inv.json) inv.io.out.write('\n');
       }
       prompt();

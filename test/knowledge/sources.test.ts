@@ -286,6 +286,26 @@ describe('sources', () => {
 });
 
 describe('website sync', () => {
+  it("an answer from a synced page cites the page's URL; one from a document written through the API has none", async () => {
+    const { key: own } = await t.tenant();
+    const site = await linkedSite();
+    const source = await createSource({ name: 'Cited', source_type: 'website', domain: site.origin }, own);
+    await post(`/api/v1/sources/${source.id}/sync`, undefined, own);
+    await t.jobs.runUntilIdle();
+    await post('/api/v1/documents', { title: 'Refund policy', content: 'Refunds are paid within five days.' }, own);
+    const ask = async (content: string) => {
+      const answer = await post('/api/v1/messages', { content }, own);
+      expect(answer.status, answer.text).toBe(200);
+      return answer.body.citations as { title: string; url: string | null }[];
+    };
+    expect(await ask('Which version of the page is it?')).toEqual([
+      expect.objectContaining({ title: 'Changing', url: `${site.origin}/changing` }),
+    ]);
+    expect(await ask('When are refunds paid?')).toEqual([
+      expect.objectContaining({ title: 'Refund policy', url: null }),
+    ]);
+  });
+
   it('crawls by links: same host, robots.txt respected, main text only; then updates changed and removes vanished pages', async () => {
     const site = await linkedSite();
     const source = await createSource({ name: 'Site', source_type: 'website', domain: site.origin });

@@ -11,7 +11,16 @@
 import { randomUUID } from 'node:crypto';
 import { cutText } from '../../lib/text.js';
 import { answerSentences } from './answer-sentences.js';
-import type { Citation, Passage, Provider, StepRequest, StepResult, ToolCall, ToolSpec, TurnItem } from './types.js';
+import {
+  citationOf,
+  type Passage,
+  type Provider,
+  type StepRequest,
+  type StepResult,
+  type ToolCall,
+  type ToolSpec,
+  type TurnItem,
+} from './types.js';
 
 export const UNKNOWN_ANSWER =
   "I don't know the answer to that yet. I've passed your question on to the team so it can be answered.";
@@ -74,14 +83,6 @@ function answerFrom(passage: Passage, question: string): string {
   const end = Math.max(cut.lastIndexOf('. '), cut.lastIndexOf('.\n'));
   return end > MAX_ANSWER_CHARS / 2 ? cut.slice(0, end + 1) : `${cut.trimEnd()}…`;
 }
-
-export const citationOf = (passage: Passage): Citation => ({
-  document_id: passage.document_id,
-  title: passage.title,
-  source_id: passage.source_id,
-  language: passage.language,
-  snippet: passage.snippet,
-});
 
 /** Streams text in word-sized pieces, as a model would. */
 function stream(text: string, onDelta: (text: string) => void): void {

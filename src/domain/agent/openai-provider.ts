@@ -7,6 +7,7 @@
 import { newCallId } from './builtin-provider.js';
 import {
   type Citation,
+  citationOf,
   type Provider,
   ProviderError,
   type StepRequest,
@@ -182,13 +183,7 @@ function citationsIn(text: string, request: StepRequest): Citation[] {
   for (const n of [...used].sort((a, b) => a - b)) {
     const passage = request.passages[n - 1];
     if (!passage || citations.some((c) => c.document_id === passage.document_id)) continue;
-    citations.push({
-      document_id: passage.document_id,
-      title: passage.title,
-      source_id: passage.source_id,
-      language: passage.language,
-      snippet: passage.snippet,
-    });
+    citations.push(citationOf(passage));
   }
   return citations;
 }

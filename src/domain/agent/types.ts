@@ -36,6 +36,8 @@ export interface Passage {
   heading?: string;
   language: string;
   source_id: string | null;
+  /** For a page read from a website: its URL; null for other documents. */
+  url: string | null;
   rank: number;
 }
 
@@ -43,9 +45,21 @@ export interface Citation {
   document_id: string;
   title: string;
   source_id: string | null;
+  /** The link to the document: a website page's URL; null for other documents. */
+  url: string | null;
   language: string;
   snippet: string;
 }
+
+/** The citation of a passage an answer rests on. */
+export const citationOf = (passage: Passage): Citation => ({
+  document_id: passage.document_id,
+  title: passage.title,
+  source_id: passage.source_id,
+  url: passage.url,
+  language: passage.language,
+  snippet: passage.snippet,
+});
 
 /** A message of the conversation before this turn. */
 export interface HistoryMessage {

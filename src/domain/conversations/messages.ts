@@ -25,6 +25,9 @@ export const CitationRecord = Type.Object({
   document_id: Type.String(),
   title: Type.String(),
   source_id: Nullable(Type.String()),
+  url: Nullable(
+    Type.String({ description: 'The link to the document: the URL of a page read from a website; null for others.' }),
+  ),
   language: Type.String(),
   snippet: Type.String(),
 });
@@ -82,7 +85,8 @@ export const toMessageRecord = (row: MessageRow, calls: FunctionCallRecord[]): M
   content: row.content,
   status: row.status as MessageStatus,
   function_calls: calls,
-  citations: row.citations as CitationRecord[],
+  // Citations stored before they carried `url` have none: null, as for a document with no link.
+  citations: (row.citations as CitationRecord[]).map((citation) => ({ ...citation, url: citation.url ?? null })),
   handoff: row.handoff,
   error: row.error,
   in_reply_to: row.in_reply_to,

@@ -24,6 +24,8 @@ export interface KnowledgePassage {
   heading: string;
   language: string;
   source_id: string | null;
+  /** For a page read from a website: its URL; null for other documents. */
+  url: string | null;
   /** In [0, 1); higher is better. See the module header for the scale. */
   rank: number;
 }
@@ -148,7 +150,7 @@ async function quotedPassages(
                            ${matched.map((m) => m.ordinal)}::int[], ${matched.map((m) => m.language)}::text[])
         as m(id, document_id, ordinal, language)
     )
-    select m.id::text as matched_id, coalesce(t.title, d.title) as title, p.content, p.heading, p.language, d.source_id,
+    select m.id::text as matched_id, coalesce(t.title, d.title) as title, p.content, p.heading, p.language, d.source_id, d.url,
            ts_headline(p.search_config, p.content, plainto_tsquery(p.search_config, ${query}), ${HEADLINE_OPTIONS}) as snippet
     from matched m
     join documents d on d.id = m.document_id and d.tenant_id = ${tenantId}
