@@ -194,7 +194,7 @@ async function main() {
   const runs: Run[] = [];
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      // New server processes each round: one process can run a tenth slower than its twin for
+      // New server processes each round: one process can run a third slower than its twin for
       // its whole life (its heap's layout, the JIT's choices), which would pass for a mode's cost.
       // Rotating order: a machine whose speed drifts favours no mode.
       const modes = MODES.map((_, i) => MODES[(i + round) % MODES.length] as Mode);
