@@ -22,6 +22,7 @@ import {
   seedOrders,
   serverDatabase,
   startFlags,
+  stopProcess,
   waitHealthy,
 } from './support.js';
 
@@ -215,12 +216,7 @@ async function main() {
     }
   } finally {
     for (const server of servers) {
-      server.child.kill('SIGTERM');
-      await new Promise((resolve) => {
-        if (server.child.exitCode !== null) return resolve(null);
-        server.child.once('exit', resolve);
-        setTimeout(resolve, 20_000).unref();
-      });
+      await stopProcess(server.child);
       await server.cleanUp();
     }
   }

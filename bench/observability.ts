@@ -28,6 +28,7 @@ import {
   seedOrders,
   serverDatabase,
   startFlags,
+  stopProcess,
   waitHealthy,
 } from './support.js';
 
@@ -177,12 +178,7 @@ const median = (values: number[]) => {
 
 async function stopServers(servers: Server[]): Promise<void> {
   for (const server of servers) {
-    server.child.kill('SIGTERM');
-    await new Promise((resolve) => {
-      if (server.child.exitCode !== null) return resolve(null);
-      server.child.once('exit', resolve);
-      setTimeout(resolve, 20_000).unref();
-    });
+    await stopProcess(server.child);
     await server.cleanUp();
   }
 }

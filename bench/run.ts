@@ -38,6 +38,7 @@ import {
   seedOrders,
   serverDatabase,
   startFlags,
+  stopProcess,
   waitHealthy,
 } from './support.js';
 
@@ -446,12 +447,7 @@ async function main() {
       rounds.push({ ceiling: ceiling.rps, read: read.rps, p99: read.p99 });
     }
     // A clean stop, so that a profile asked for in BENCH_SERVER_FLAGS is written.
-    server.kill('SIGTERM');
-    await new Promise((resolve) => {
-      if (server.exitCode !== null) return resolve(null);
-      server.once('exit', resolve);
-      setTimeout(resolve, 20_000).unref();
-    });
+    await stopProcess(server);
   } finally {
     for (const child of children) child.kill('SIGKILL');
     await removeDatabase();

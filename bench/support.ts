@@ -132,6 +132,16 @@ export async function waitHealthy(url: string, child: ChildProcess, timeoutMs = 
   throw new Error(`${url} did not become healthy`);
 }
 
+/** Stops a server process cleanly (SIGTERM, so a profile it was asked for is written), waiting up to 20 s. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  await new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(null);
+    child.once('exit', resolve);
+    setTimeout(resolve, 20_000).unref();
+  });
+}
+
 /** /proc reports CPU time in clock ticks of 10 ms on Linux. */
 const TICK_US = 1e6 / 100;
 
