@@ -1,22 +1,36 @@
 // Ended spans leave the process from a thread of their own. The request's thread only packs each
 // span into a SpanBatch as it ends (the span object dies young) and hands the batch over once a
 // second or every 2 048 spans: each hand-over wakes the other thread, which costs far more on a
-// busy machine than the copy does. The thread writes them as OTLP JSON and sends them (the SDK's
+// busy machine than the copy does. The thread writes them as OTLP protobuf (span-proto.ts) or, with
+// OTEL_EXPORTER_OTLP_PROTOCOL=http/json, OTLP JSON (span-json.ts), and sends them (the SDK's
 // OTLP/HTTP transport, which reads the OTEL_EXPORTER_OTLP_* variables itself), batched as the
 // SDK's batch processor: OTEL_BSP_SCHEDULE_DELAY (5 000 ms), OTEL_BSP_MAX_QUEUE_SIZE (2 048; more
 // are dropped), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { ConfigError } from '../config.js';
 import type { SpanSink } from './recorded-span.js';
 import { SpanBatch } from './span-batch.js';
 import { SPAN_JSON_SOURCE } from './span-json.js';
+import { SPAN_PROTO_SOURCE } from './span-proto.js';
 
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
-// string runs the same under both). Spans arrive as SpanBatch data and are queued as their OTLP
-// JSON (span-batch.ts); the resource and the scope are written once, around each request's spans.
+// string runs the same under both). Spans arrive as SpanBatch data (span-batch.ts) and are queued
+// as the bytes of an export request; the resource and the scope are written once, around its spans.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 ${SPAN_JSON_SOURCE}
+${SPAN_PROTO_SOURCE}
+const SCOPE = 'workspace-api';
+/** The JSON request's text before its spans and after them: the resource and the scope are written once. */
+const jsonFrame = (resource) => {
+  const attributes = Object.keys(resource.attributes).map((key) => ({ key, value: anyValue(resource.attributes[key]) }));
+  const head =
+    '{"resourceSpans":[{"resource":' + JSON.stringify({ attributes, droppedAttributesCount: 0 }) +
+    (resource.schemaUrl ? ',"schemaUrl":' + JSON.stringify(resource.schemaUrl) : '') +
+    ',"scopeSpans":[{"scope":{"name":"' + SCOPE + '"},"spans":[';
+  return [head, ']}]}]}'];
+};
 const start = async () => {
   const { createOtlpHttpExportDelegate, convertLegacyHttpOptions } = require(workerData.transport);
   const resources = require(workerData.resources);
@@ -25,32 +39,26 @@ const start = async () => {
     .merge(resources.detectResources({ detectors: [resources.envDetector] }))
     .merge(resources.resourceFromAttributes({ 'service.name': workerData.serviceName }));
   await resource.waitForAsyncAttributes?.();
-  const attributes = Object.keys(resource.attributes).map((key) => ({ key, value: anyValue(resource.attributes[key]) }));
-  const head =
-    '{"resourceSpans":[{"resource":' + JSON.stringify({ attributes, droppedAttributesCount: 0 }) +
-    (resource.schemaUrl ? ',"schemaUrl":' + JSON.stringify(resource.schemaUrl) : '') +
-    ',"scopeSpans":[{"scope":{"name":"workspace-api"},"spans":[';
-  const tail = ']}]}]}';
+  const json = workerData.protocol === 'http/json';
   // The SDK's OTLP/HTTP transport (the OTEL_EXPORTER_OTLP_* variables, retries, compression),
   // given the request's body as written here.
   const exporter = createOtlpHttpExportDelegate(
-    convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
+    convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', {
+      'Content-Type': json ? 'application/json' : 'application/x-protobuf',
+    }),
     {
       serializeRequest: (request) => request.body,
-      deserializeResponse: (data) => {
-        try {
-          return data.length === 0 ? {} : JSON.parse(new TextDecoder().decode(data));
-        } catch {
-          return {};
-        }
-      },
+      // The answer's partial success is not read: nothing would be done with it.
+      deserializeResponse: () => ({}),
     },
     'otlp_http_span_exporter',
     { name: 'span', countItems: (request) => request.count },
     undefined,
   );
   const { maxQueue, batchSize, delay } = workerData;
-  const writer = createSpanWriter(workerData.timeOrigin, head, tail);
+  const writer = json
+    ? createSpanWriter(workerData.timeOrigin, ...jsonFrame(resource))
+    : createSpanProtoWriter(workerData.timeOrigin, resourceFields(resource.attributes), resource.schemaUrl || '', SCOPE);
   let sending = 0;
   const waiting = [];
   const settled = () => {
@@ -112,8 +120,29 @@ const transportPath = () =>
     '@opentelemetry/otlp-exporter-base/node-http',
   );
 
+/** The OTLP protocols spans can be sent in: OTLP/HTTP with protobuf bodies (the default) or JSON ones. */
+const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+type Protocol = (typeof PROTOCOLS)[number];
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else `http/protobuf`, as
+ * the OpenTelemetry specification reads them; `grpc` (or anything else) is a configuration error naming the variable.
+ */
+export function exportProtocol(env: NodeJS.ProcessEnv): Protocol {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const value = env[name]?.trim();
+    if (!value) continue;
+    if ((PROTOCOLS as readonly string[]).includes(value)) return value as Protocol;
+    throw new ConfigError(
+      `${name}=${value} is not supported: spans are sent over OTLP/HTTP, as http/protobuf (the default) or http/json`,
+    );
+  }
+  return 'http/protobuf';
+}
+
 /** The export thread, started, with `env` as its environment (the exporter's settings). */
 async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise<Worker> {
+  const protocol = exportProtocol(env);
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     env: { ...env },
@@ -124,6 +153,7 @@ async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise
       transport: transportPath(),
       resources: require.resolve('@opentelemetry/resources'),
       serviceName,
+      protocol,
       timeOrigin: performance.timeOrigin,
     },
   });

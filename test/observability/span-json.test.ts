@@ -1,56 +1,11 @@
 // The export thread's OTLP JSON (src/observability/span-json.ts): spans packed by SpanBatch come
 // out as opentelemetry-proto's JSON mapping (hex ids, Unix nanoseconds as strings, typed
 // attribute values, events, status, flags), and spans past the queue's room are skipped whole.
-import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { RecordedSpan } from '../../src/observability/recorded-span.js';
-import { SpanBatch } from '../../src/observability/span-batch.js';
-import { SPAN_JSON_SOURCE } from '../../src/observability/span-json.js';
-
-interface Writer {
-  count: number;
-  add(data: ReturnType<SpanBatch['take']>, hasRoom: () => boolean, written: () => void): void;
-  take(): { body: Buffer; count: number } | undefined;
-}
-const createSpanWriter = new Function('Buffer', `${SPAN_JSON_SOURCE}; return createSpanWriter;`)(Buffer) as (
-  timeOrigin: number,
-  head: string,
-  tail: string,
-) => Writer;
+import { CALLER, createSpanWriter, nanos, packedRequest, type SpanWriter } from '../support/packed-spans.js';
 
 const HEAD = '{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"test"},"spans":[';
 const TAIL = ']}]}]}';
-const CALLER = {
-  traceId: '0123456789abcdef0123456789abcdef',
-  spanId: 'fedcba9876543210',
-  traceFlags: 1,
-  isRemote: true,
-};
-
-/** A server span (a caller's child) and its operation span, which failed, packed as the request's thread packs them. */
-function packedRequest() {
-  const batch = new SpanBatch();
-  const ended: RecordedSpan[] = [];
-  const sink = (span: RecordedSpan) => {
-    ended.push(span);
-    batch.add(span);
-  };
-  const attributes = { 'workspace.request_id': 'req "1"\n', 'http.response.status_code': 200, ratio: 0.5, ok: false };
-  const server = new RecordedSpan(sink, 'GET /apps ü', SpanKind.SERVER, attributes, CALLER);
-  const operation = new RecordedSpan(sink, 'operation listApps', SpanKind.INTERNAL, { tags: ['a', 'b'] }, server);
-  operation.recordException(new Error('boom'));
-  operation.setStatus({ code: SpanStatusCode.ERROR, message: 'boom' });
-  operation.end();
-  server.addEvent('first');
-  server.end();
-  return { data: batch.take(), server, operation };
-}
-
-const nanos = (ms: number) => {
-  const at = performance.timeOrigin + ms;
-  const seconds = Math.floor(at / 1000);
-  return `${seconds}${String(Math.min(Math.round((at - seconds * 1000) * 1e6), 999999999)).padStart(9, '0')}`;
-};
 
 describe('the OTLP JSON of packed spans', () => {
   it('writes each span as OTLP/JSON, nested by parent id, its attributes typed', () => {
@@ -109,7 +64,7 @@ describe('the OTLP JSON of packed spans', () => {
       () => room-- > 0,
       () => {},
     );
-    const names = (request: ReturnType<Writer['take']>) =>
+    const names = (request: ReturnType<SpanWriter['take']>) =>
       JSON.parse(String(request?.body)).resourceSpans[0].scopeSpans[0].spans.map((s: { name: string }) => s.name);
     expect(names(writer.take())).toEqual(['operation listApps']);
     writer.add(

@@ -11,6 +11,7 @@ import { createEmbeddingsClient } from '../../src/domain/knowledge/embeddings/cl
 import { currentTraceId, flushTracing, startTracing, stopTracing, withSpan } from '../../src/observability/tracing.js';
 import { startTestApp, type TestApp } from '../helpers.js';
 import { embeddingsServer, MODEL } from '../support/embeddings-server.js';
+import { decodeTraceExport } from '../support/otlp-proto.js';
 
 interface OtlpValue {
   stringValue?: string;
@@ -37,19 +38,30 @@ interface OtlpExport {
 const SERVER = 2;
 const CLIENT = 3;
 
-/** A collector stand-in: takes OTLP/HTTP JSON exports at POST /v1/traces and keeps them. */
+/**
+ * A collector stand-in: takes OTLP/HTTP exports at POST /v1/traces, protobuf or JSON, and keeps
+ * them (read as their JSON) with the content type each came as.
+ */
 async function startCollector() {
   const exports: OtlpExport[] = [];
+  const contentTypes: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !req.headers['content-type']?.includes('json')) {
+      const type = req.headers['content-type'] ?? '';
+      const protobuf = type === 'application/x-protobuf';
+      if (req.method !== 'POST' || req.url !== '/v1/traces' || !(protobuf || type === 'application/json')) {
         res.writeHead(404).end();
         return;
       }
-      exports.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport);
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      const body = Buffer.concat(chunks);
+      exports.push(
+        protobuf ? (decodeTraceExport(body) as OtlpExport) : (JSON.parse(body.toString('utf8')) as OtlpExport),
+      );
+      contentTypes.push(type);
+      // An empty ExportTraceServiceResponse, in either encoding.
+      res.writeHead(200, { 'content-type': type }).end(protobuf ? '' : '{}');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -57,6 +69,7 @@ async function startCollector() {
   return {
     url: `http://127.0.0.1:${port}`,
     exports,
+    contentTypes,
     spans: () => exports.flatMap((e) => e.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))),
     close: () =>
       new Promise<void>((resolve) => {
@@ -144,6 +157,8 @@ describe('tracing', () => {
     expect(spans.filter((span) => span.name.startsWith('db '))).toEqual([]);
     const resource = collector.exports[0]?.resourceSpans[0]?.resource.attributes ?? [];
     expect(resource.find((a) => a.key === 'service.name')?.value.stringValue).toBe('workspace-api-under-test');
+    // OTLP/HTTP's default encoding, with OTEL_EXPORTER_OTLP_PROTOCOL unset.
+    expect(new Set(collector.contentTypes)).toEqual(new Set(['application/x-protobuf']));
   });
 
   it("the request's log line carries its trace id", async () => {
@@ -313,10 +328,16 @@ describe('tracing', () => {
     }
   });
 
-  describe('with TRACE_DATABASE_STATEMENTS', () => {
+  // Exported as JSON here (OTEL_EXPORTER_OTLP_PROTOCOL=http/json), so the nesting is read from both encodings.
+  describe('with TRACE_DATABASE_STATEMENTS, exporting JSON', () => {
     beforeAll(async () => {
       await stopTracing();
-      expect(await startTracing({ ...process.env, TRACE_DATABASE_STATEMENTS: 'true' })).toBe(true);
+      collector.contentTypes.length = 0;
+      const env = { ...process.env, TRACE_DATABASE_STATEMENTS: 'true', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+      expect(await startTracing(env)).toBe(true);
+    });
+    afterAll(() => {
+      expect(new Set(collector.contentTypes)).toEqual(new Set(['application/json']));
     });
 
     it("exports each statement's span under the request's server span or its operation's", async () => {
