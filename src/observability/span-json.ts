@@ -19,6 +19,13 @@ const anyValue = (value) =>
   : value !== null && typeof value === 'object'
     ? { kvlistValue: { values: Object.keys(value).map((key) => ({ key, value: anyValue(value[key]) })) } }
   : {};
+/** The index just past the span SpanBatch packed at \`at\`: 15 numbers, its attributes (a count, then 3 each), its events (a count, then name, time and attributes each). */
+const afterSpan = (n, at) => {
+  at += 15;
+  at += 1 + 3 * n[at];
+  for (let events = n[at++]; events > 0; events--) at += 3 + 3 * n[at + 2];
+  return at;
+};
 const HEX = Buffer.from(Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0')).join(''), 'latin1');
 const J = (text) => Buffer.from(text, 'utf8');
 const TRACE = J('{"traceId":"'), SPAN = J('","spanId":"'), PARENT = J('","parentSpanId":"'), NAME = J('","name":');
@@ -120,20 +127,13 @@ function createSpanWriter(timeOrigin, head, tail) {
           }
         }
       };
-      const skipAttributes = () => {
-        at += 1 + 3 * n[at];
-      };
       while (at < length) {
         const s = at;
-        at += 15;
         if (!hasRoom()) {
-          skipAttributes();
-          for (let events = n[at++]; events > 0; events--) {
-            at += 2;
-            skipAttributes();
-          }
+          at = afterSpan(n, s);
           continue;
         }
+        at += 15;
         if (count === 0) bytes(headBytes);
         else ascii(',');
         bytes(TRACE);

@@ -86,6 +86,8 @@ const resourceFields = (attributes) => {
   return m.done();
 };
 
+/** Whole attributes kept encoded at most (the strings they join are bounded too: span-batch.ts). */
+const MAX_PAIRS = 20000;
 function createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName) {
   const utf8Of = (text) => Buffer.from(text, 'utf8');
   /** The repeated strings' UTF-8 bytes, and whole attributes whose key and value both repeat. */
@@ -189,7 +191,7 @@ function createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName) {
             let pair = pairs.get(id);
             if (pair === undefined) {
               pair = keyValue(table[key], protoMessage().bytes(1, table[v]).done());
-              pairs.set(id, pair);
+              if (pairs.size < MAX_PAIRS) pairs.set(id, pair);
             }
             reserve(6 + pair.length);
             out[pos++] = tag;
@@ -236,20 +238,13 @@ function createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName) {
         }
         out[pos++] = v;
       };
-      const skipAttributes = () => {
-        at += 1 + 3 * n[at];
-      };
       while (at < length) {
         const s = at;
-        at += 15;
         if (!hasRoom()) {
-          skipAttributes();
-          for (let events = n[at++]; events > 0; events--) {
-            at += 2;
-            skipAttributes();
-          }
+          at = afterSpan(n, s);
           continue;
         }
+        at += 15;
         const span = open(0x12); // ScopeSpans.spans (2)
         reserve(40);
         byte(0x0a); // trace_id (1)

@@ -100,6 +100,11 @@ describe('the OTLP protobuf of packed spans', () => {
     expect(protoSpans(writer).map((s) => s.name)).toEqual(['operation listApps']);
     writer.add(packedRequest().data, everything, nothing);
     expect(protoSpans(writer).map((s) => s.name)).toEqual(['operation listApps', 'GET /apps ü']);
+    // The first span skipped, with its event's attributes: the next is read from where it starts.
+    let asked = 0;
+    const afterTheFirst = () => asked++ > 0;
+    writer.add(packedRequest().data, afterTheFirst, nothing);
+    expect(protoSpans(writer)).toMatchObject([{ name: 'GET /apps ü', kind: 2, events: [{ name: 'first' }] }]);
   });
 
   it('writes the resource and the scope around the spans', () => {
