@@ -11,16 +11,14 @@ import { Worker } from 'node:worker_threads';
 import { ConfigError } from '../config.js';
 import type { SpanSink } from './recorded-span.js';
 import { SpanBatch } from './span-batch.js';
-import { SPAN_JSON_SOURCE } from './span-json.js';
-import { SPAN_PROTO_SOURCE } from './span-proto.js';
+import { SPAN_WRITERS_SOURCE } from './span-writers.js';
 
 // Plain JavaScript, evaluated as the worker (the server runs compiled, tests run TypeScript; a
 // string runs the same under both). Spans arrive as SpanBatch data (span-batch.ts) and are queued
 // as the bytes of an export request; the resource and the scope are written once, around its spans.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-${SPAN_JSON_SOURCE}
-${SPAN_PROTO_SOURCE}
+${SPAN_WRITERS_SOURCE}
 const SCOPE = 'workspace-api';
 /** The JSON request's text before its spans and after them: the resource and the scope are written once. */
 const jsonFrame = (resource) => {

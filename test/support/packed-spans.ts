@@ -1,26 +1,12 @@
-// The export thread's writers (span-json.ts, span-proto.ts), evaluated as the thread evaluates them,
-// and the spans of one request packed as the request's thread packs them.
+// The export thread's writers (span-writers.ts), evaluated as the thread evaluates them, and the
+// spans of one request packed as the request's thread packs them.
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { RecordedSpan } from '../../src/observability/recorded-span.js';
 import { SpanBatch } from '../../src/observability/span-batch.js';
-import { SPAN_JSON_SOURCE } from '../../src/observability/span-json.js';
-import { SPAN_PROTO_SOURCE } from '../../src/observability/span-proto.js';
+import { type SpanWriter, spanWriters } from '../../src/observability/span-writers.js';
 
-export interface SpanWriter {
-  count: number;
-  add(data: ReturnType<SpanBatch['take']>, hasRoom: () => boolean, written: () => void): void;
-  take(): { body: Buffer; count: number } | undefined;
-}
-
-const source = new Function(
-  'Buffer',
-  `${SPAN_JSON_SOURCE}\n${SPAN_PROTO_SOURCE}\nreturn { createSpanWriter, createSpanProtoWriter, resourceFields };`,
-)(Buffer) as {
-  createSpanWriter(timeOrigin: number, head: string, tail: string): SpanWriter;
-  createSpanProtoWriter(timeOrigin: number, resource: Buffer, schemaUrl: string, scopeName: string): SpanWriter;
-  resourceFields(attributes: Record<string, unknown>): Buffer;
-};
-export const { createSpanWriter, createSpanProtoWriter, resourceFields } = source;
+export const { createSpanWriter, createSpanProtoWriter, resourceFields } = spanWriters();
+export type { SpanWriter };
 
 export const CALLER = {
   traceId: '0123456789abcdef0123456789abcdef',
