@@ -27,6 +27,7 @@ import { mountControlPlane, mountOperations } from './http/operation-routes.js';
 import { type Limiter, registerRateLimit } from './http/rate-limit.js';
 import { registerUnreadBody } from './http/unread-body.js';
 import { createJobQueue, type JobQueue } from './jobs/queue.js';
+import { throttledLine } from './lib/log-throttle.js';
 import { reportRedisOutages } from './lib/redis.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { registerMcpRoutes } from './mcp/routes.js';
@@ -196,14 +197,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Webhook signing secrets, sealed at rest when SECRETS_KEY is set (src/lib/secret-box.ts).
   const secrets = createSecretBox(config.secretsKey, config.secretsKeyPrevious);
   const jobs = createJobs(deps, app.log, outages, secrets);
+  // Counted in embeddings_requests_total, every one; the log says why once a minute per reason
+  // (a server down would otherwise write a line per question), never the key (not in the message).
+  const embeddingsWarning = throttledLine((fields, message) => app.log.warn(fields, message));
   const services = createServices({
     db,
     config,
     jobs,
     secrets,
-    // Counted in embeddings_requests_total too; the line says why (never the key: not in the message).
     onEmbeddingsError: (error) =>
-      app.log.warn(
+      embeddingsWarning(
+        error.reason,
         { err: { message: error.message, reason: error.reason, status: error.status } },
         'a question could not be embedded: it was answered from the lexical ranking alone',
       ),
