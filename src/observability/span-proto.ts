@@ -42,7 +42,7 @@ const protoMessage = () => {
   };
   return self;
 };
-/** A negative or fractional int64 has no varint of a double's: two's complement, ten bytes. */
+/** An int64's varint, for any integer within int64 (a negative one is ten bytes: two's complement). */
 const int64Bytes = (value) => {
   let v = BigInt.asUintN(64, BigInt(value));
   const bytes = [];
