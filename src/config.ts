@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { type ModelPrices, parseModelPrices } from './domain/agent/model-prices.js';
 import { SECRETS_KEY_BYTES } from './lib/secret-box.js';
+import { exportProtocol } from './observability/export-protocol.js';
 
 export interface Config {
   port: number;
@@ -252,6 +253,14 @@ export function loadConfig(env: Env = process.env): Config {
   const baseDomain = baseDomainRaw.replace(/\.$/, '');
   if (!/^[a-z0-9-]+(?:\.[a-z0-9-]+)*$/.test(baseDomain)) {
     throw new ConfigError(`BASE_DOMAIN must be a host name, got '${baseDomainRaw}'`);
+  }
+  // Tracing's encoding is read when tracing starts; a value it cannot send in stops the start here.
+  if (str(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') || str(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) {
+    try {
+      exportProtocol(env);
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
   }
   const publicUrl = url(env, 'PUBLIC_URL', ['http:', 'https:']);
   const sealingKey = secretsKey(env, 'SECRETS_KEY');

@@ -8,7 +8,7 @@
 // are dropped), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512).
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { ConfigError } from '../config.js';
+import { exportProtocol } from './export-protocol.js';
 import type { SpanSink } from './recorded-span.js';
 import { SpanBatch } from './span-batch.js';
 import { SPAN_WRITERS_SOURCE } from './span-writers.js';
@@ -117,26 +117,6 @@ const transportPath = () =>
   createRequire(require.resolve('@opentelemetry/exporter-trace-otlp-http')).resolve(
     '@opentelemetry/otlp-exporter-base/node-http',
   );
-
-/** The OTLP protocols spans can be sent in: OTLP/HTTP with protobuf bodies (the default) or JSON ones. */
-const PROTOCOLS = ['http/protobuf', 'http/json'] as const;
-type Protocol = (typeof PROTOCOLS)[number];
-
-/**
- * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else `http/protobuf`, as
- * the OpenTelemetry specification reads them; `grpc` (or anything else) is a configuration error naming the variable.
- */
-export function exportProtocol(env: NodeJS.ProcessEnv): Protocol {
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
-    const value = env[name]?.trim();
-    if (!value) continue;
-    if ((PROTOCOLS as readonly string[]).includes(value)) return value as Protocol;
-    throw new ConfigError(
-      `${name}=${value} is not supported: spans are sent over OTLP/HTTP, as http/protobuf (the default) or http/json`,
-    );
-  }
-  return 'http/protobuf';
-}
 
 /** The export thread, started, with `env` as its environment (the exporter's settings). */
 async function startWorker(env: NodeJS.ProcessEnv, serviceName: string): Promise<Worker> {

@@ -6,9 +6,10 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { exportProtocol } from '../../src/observability/export-protocol.js';
 import { RecordedSpan } from '../../src/observability/recorded-span.js';
 import { SpanBatch } from '../../src/observability/span-batch.js';
-import { exportProtocol } from '../../src/observability/span-export.js';
 import { decodeTraceExport } from '../support/otlp-proto.js';
 import {
   createSpanProtoWriter,
@@ -141,9 +142,14 @@ describe('the export protocol', () => {
     ).toBe('http/protobuf');
   });
 
-  it('refuses grpc, naming the variable', () => {
+  it('refuses grpc, naming the variable: a configuration error at start when tracing is on', () => {
     expect(() => exportProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toThrow(
       /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc is not supported/,
     );
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' };
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported/);
+    // Without an endpoint tracing is off, and the variable is not read.
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).not.toThrow();
   });
 });
