@@ -10,6 +10,28 @@
 // there is room, skipping the rest, and calls `written()` after each; `count` is the spans written
 // so far; `take()` gives `{ body, count }` (undefined if none) and starts the next request. A
 // request is `head`, the spans separated by commas, then `tail`. `anyValue(value)` is OTLP's AnyValue.
+/**
+ * The request being written, as declarations both writers' sources include: `out` (grown as
+ * needed by `reserve(n)`), `pos`, the spans written `count`, and `bytes(b)` to copy a Buffer in
+ * (small ones byte by byte, which is faster than `set` below a few dozen).
+ */
+export const REQUEST_BUFFER_SOURCE = `let out = Buffer.allocUnsafe(1 << 16);
+  let pos = 0;
+  let count = 0;
+  const reserve = (n) => {
+    if (pos + n <= out.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(out.length * 2, pos + n));
+    out.copy(grown, 0, 0, pos);
+    out = grown;
+  };
+  const bytes = (b) => {
+    reserve(b.length);
+    if (b.length > 24) {
+      out.set(b, pos);
+      pos += b.length;
+    } else for (let i = 0; i < b.length; i++) out[pos++] = b[i];
+  };`;
+
 export const SPAN_JSON_SOURCE = `
 const anyValue = (value) =>
   typeof value === 'string' ? { stringValue: value }
@@ -43,24 +65,9 @@ function createSpanWriter(timeOrigin, head, tail) {
   const tailBytes = J(tail);
   /** The repeated strings, as the bytes of their JSON. */
   const table = [];
-  let out = Buffer.allocUnsafe(1 << 16);
-  let pos = 0;
-  let count = 0;
+  ${REQUEST_BUFFER_SOURCE}
   let second = -1;
   let secondDigits = J('');
-  const reserve = (n) => {
-    if (pos + n <= out.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(out.length * 2, pos + n));
-    out.copy(grown, 0, 0, pos);
-    out = grown;
-  };
-  const bytes = (b) => {
-    reserve(b.length);
-    if (b.length > 24) {
-      out.set(b, pos);
-      pos += b.length;
-    } else for (let i = 0; i < b.length; i++) out[pos++] = b[i];
-  };
   const ascii = (text) => {
     reserve(text.length);
     for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);

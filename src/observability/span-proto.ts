@@ -10,6 +10,8 @@
 // `createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName)` gives a writer with the same
 // interface as `createSpanWriter`'s: `add(data, hasRoom, written)`, `count`, `take()`. `resource`
 // is the Resource message's bytes (`resourceFields(attributes)`), `schemaUrl` its schema's or ''.
+import { REQUEST_BUFFER_SOURCE } from './span-json.js';
+
 export const SPAN_PROTO_SOURCE = `
 const varintSize = (n) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
 /** A protobuf message's bytes, built from parts (the rare paths: the resource, JSON-typed values). */
@@ -93,15 +95,7 @@ function createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName) {
   /** The repeated strings' UTF-8 bytes, and whole attributes whose key and value both repeat. */
   const table = [];
   const pairs = new Map();
-  let out = Buffer.allocUnsafe(1 << 16);
-  let pos = 0;
-  let count = 0;
-  const reserve = (n) => {
-    if (pos + n <= out.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(out.length * 2, pos + n));
-    out.copy(grown, 0, 0, pos);
-    out = grown;
-  };
+  ${REQUEST_BUFFER_SOURCE}
   const byte = (b) => {
     out[pos++] = b;
   };
@@ -112,13 +106,6 @@ function createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName) {
       n >>>= 7;
     }
     out[pos++] = n;
-  };
-  const bytes = (b) => {
-    reserve(b.length);
-    if (b.length > 24) {
-      out.set(b, pos);
-      pos += b.length;
-    } else for (let i = 0; i < b.length; i++) out[pos++] = b[i];
   };
   /** A length-delimited field's tag, then room for its length: \`close\` writes it once the content is in. */
   const open = (tag) => {
