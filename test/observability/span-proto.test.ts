@@ -49,6 +49,9 @@ describe('the OTLP protobuf of packed spans', () => {
     const proto = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array());
     const json = JSON.parse(new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)));
     const read = decodeTraceExport(proto).resourceSpans[0]?.scopeSpans[0]?.spans[0];
+    expect(read).toMatchObject({ name: 'GET /x ü', kind: 2, status: { code: 2, message: 'boom' } });
+    expect(read?.attributes).toHaveLength(6);
+    expect(read?.events).toHaveLength(1);
     expect(json.resourceSpans[0].scopeSpans[0].spans[0]).toMatchObject(read ?? { missing: true });
   });
 
