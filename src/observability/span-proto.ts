@@ -6,7 +6,7 @@
 // attribute whose key and value both repeat is encoded once and copied from then on. Fields at
 // their default (counts of dropped items, an unset status, no parent) are left out, as proto3 does.
 //
-// Plain JavaScript, for the thread's source, after SPAN_JSON_SOURCE (it uses its `anyValue`).
+// Plain JavaScript, for the thread's source, after SPAN_JSON_SOURCE (it uses its `anyValue` and `afterSpan`).
 // `createSpanProtoWriter(timeOrigin, resource, schemaUrl, scopeName)` gives a writer with the same
 // interface as `createSpanWriter`'s: `add(data, hasRoom, written)`, `count`, `take()`. `resource`
 // is the Resource message's bytes (`resourceFields(attributes)`), `schemaUrl` its schema's or ''.
